@@ -1,0 +1,31 @@
+# Shared by scripts/run-main and scripts/run-tests: installs missing Debian packages and builds
+# spmdcheck incrementally in build/ (override with SPMDCHECK_BUILD_DIR).
+set -euo pipefail
+
+SPMDCHECK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SPMDCHECK_BUILD_DIR="${SPMDCHECK_BUILD_DIR:-$SPMDCHECK_ROOT/build}"
+SPMDCHECK_PACKAGES=(cmake ninja-build g++ pkg-config librapidcheck-dev libz3-dev libabsl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev)
+
+spmdcheck_install_packages() {
+  local missing=()
+  for pkg in "${SPMDCHECK_PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$pkg")
+    fi
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "installing missing Debian packages: ${missing[*]}"
+    local sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+  fi
+}
+
+spmdcheck_build() {
+  if [ ! -f "$SPMDCHECK_BUILD_DIR/build.ninja" ]; then
+    cmake -S "$SPMDCHECK_ROOT" -B "$SPMDCHECK_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  fi
+  cmake --build "$SPMDCHECK_BUILD_DIR" -j "$(nproc)" "$@"
+}

@@ -1,0 +1,36 @@
+// spmdcheck: one CLI, one subcommand per job. Each subcommand lives in its own file.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "tools/cli.h"
+
+namespace {
+
+constexpr char kUsage[] = R"(usage: spmdcheck <command> [args]
+
+commands:
+  parse FILE|DIR...     parse and verify HLO modules (--fragment for pasted statements)
+  fmt FILE              print a module as canonical HLO text
+  sharding expand|canon|show|groups S   inspect a sharding
+
+exit codes: 0 holds/success, 1 fails (finding printed), 2 bad input or usage, 3 unknown
+Run `spmdcheck <command> --help` for the flags of a command.
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
+    std::cout << kUsage;
+    return args.empty() ? spmdcheck::cli::kExitBadInput : spmdcheck::cli::kExitHolds;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  if (command == "parse") return spmdcheck::cli::RunParse(args, std::cout, std::cerr);
+  if (command == "fmt") return spmdcheck::cli::RunFmt(args, std::cout, std::cerr);
+  if (command == "sharding") return spmdcheck::cli::RunSharding(args, std::cout, std::cerr);
+  std::cerr << "spmdcheck: error: unknown command '" << command << "'\n" << kUsage;
+  return spmdcheck::cli::kExitBadInput;
+}

@@ -1,0 +1,441 @@
+// `spmdcheck sharding expand|canon|show|groups SHARDING ...`: inspects one XLA sharding — its
+// explicit device list, its canonical iota text, the index range every device holds of an array,
+// and the replica groups of the devices that differ only along some tile dims.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "ir/hlo_parser.h"
+#include "ir/replica_groups.h"
+#include "ir/shape.h"
+#include "ir/sharding.h"
+#include "ir/tile_assignment.h"
+#include "tools/cli.h"
+
+namespace spmdcheck::cli {
+namespace {
+
+constexpr char kCommand[] = "sharding";
+
+constexpr char kShardingHelp[] = R"(usage: spmdcheck sharding <verb> SHARDING [flags]
+
+Inspects one XLA sharding, written as in HLO text (quote it for the shell), e.g.
+'{devices=[2,2]<=[2,2]T(1,0)}' or '{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}'.
+
+verbs:
+  expand SHARDING [--num-partitions N]        every tile assignment as an explicit device list
+  canon SHARDING [--num-partitions N]         canonical form: iota wherever the devices are one
+  show SHARDING --shape SHAPE [--num-partitions N]
+                                              the index range each device holds of an array
+  groups SHARDING --dims D,D,... [--explicit] replica groups of the devices that differ only
+                                              in those tile dims (what an all-gather uses)
+
+Run `spmdcheck sharding <verb> --help` for details.
+Exit code: 0 on success, 2 on bad input (malformed sharding, mismatch, unknown verb or flag).
+)";
+
+constexpr char kExpandHelp[] = R"(usage: spmdcheck sharding expand SHARDING [--num-partitions N]
+
+Prints SHARDING with every tile assignment written as an explicit row-major device list (the
+V1 form), e.g. '{devices=[2,2]<=[2,2]T(1,0)}' prints {devices=[2,2]0,2,1,3}.
+Normalisation is applied as XLA's parser does (sorted replication groups, merged subgroup dims,
+degenerate cases collapsed to {replicated} / {manual}).
+  --num-partitions N  also check that the sharding fits N partitions (each tile assignment holds
+                      exactly the devices 0..N-1 once; a maximal device is below N)
+)";
+
+constexpr char kCanonHelp[] = R"(usage: spmdcheck sharding canon SHARDING [--num-partitions N]
+
+Prints SHARDING in canonical form: every tile assignment whose device array is an iota is
+written in XLA's iota form `[dims]<=[reshape]T(perm)` with the reshape canonicalised (size-1
+dims dropped, consecutive transpose runs merged); other assignments stay explicit lists.
+E.g. '{devices=[2,2]0,2,1,3}' prints {devices=[2,2]<=[2,2]T(1,0)}.
+  --num-partitions N  also check that the sharding fits N partitions
+)";
+
+constexpr char kShowHelp[] =
+    R"(usage: spmdcheck sharding show SHARDING --shape SHAPE [--num-partitions N]
+
+Checks SHARDING against SHAPE (e.g. f32[16,8]) and prints, for every device 0..N-1, the index
+range start:limit it holds in each dim, e.g. `device 3: [8:16, 4:8]`. N is --num-partitions, or
+else the number of devices of the tile assignment.
+  * uneven shards: every device's buffer has ceil(dim/tiles) elements; the missing ones are
+    shown as padding, e.g. `device 7: [9:10 +2 padding, 0:8]` (a shard may be all padding:
+    `5:5 +2 padding`)
+  * partially replicated shardings add (replica R of K): the device's 0-based position among
+    the K devices holding the same tile; manual subgroups add (manual group G of K)
+  * for arrays of rank <= 2 a grid follows showing which device(s) hold each tile
+  * {replicated}: every device holds everything; {maximal device=D}: only D holds the array;
+    {manual}: the value is already per-device, there is no global index mapping
+A tuple SHAPE is shown leaf by leaf (a non-tuple sharding applies to every leaf).
+  --shape SHAPE       the array (or tuple) shape, required
+  --num-partitions N  number of partitions; the sharding must use exactly devices 0..N-1
+)";
+
+constexpr char kGroupsHelp[] =
+    R"(usage: spmdcheck sharding groups SHARDING --dims D,D,... [--explicit]
+
+Prints the groups of devices whose tile indices differ only along the listed tile-assignment
+dims (0-based; trailing replication/subgroup dims count too) — the replica groups an
+all-gather or all-reduce over those dims uses (XLA's GetPartitionGroupsForReplication).
+Within a group devices are in row-major order of the listed dims; groups are ordered row-major
+over the other dims. Printed in iota form (e.g. [4,2]<=[8]) when the groups are one, else as
+an explicit list.
+  --dims D,D,...  tile dims to group along, required
+  --explicit      always print the explicit list {{0,1},{2,3}}
+)";
+
+absl::Status Invalid(absl::string_view message) { return absl::InvalidArgumentError(message); }
+
+// An array shape whose rank matches the data rank of `sharding` (tuples leaf by leaf), to check
+// a sharding against a partition count when no shape is given.
+Shape ShapeMatching(const HloSharding& sharding) {
+  if (sharding.IsTuple()) {
+    std::vector<Shape> elements;
+    for (const HloSharding& e : sharding.tuple_elements()) elements.push_back(ShapeMatching(e));
+    return Shape::Tuple(std::move(elements));
+  }
+  const std::vector<int64_t>& tile_dims = sharding.tile_assignment().dims();
+  std::vector<int64_t> dims(tile_dims.begin(), tile_dims.begin() + sharding.TiledDataRank());
+  return Shape::Array(PrimitiveType::kF32, dims);
+}
+
+absl::StatusOr<HloSharding> ParseShardingArg(const std::vector<std::string>& positional) {
+  if (positional.empty()) return Invalid("missing the SHARDING argument");
+  if (positional.size() > 1) {
+    return Invalid(absl::StrCat("expected one SHARDING argument, got ", positional.size(),
+                                " (quote the sharding for the shell)"));
+  }
+  return ParseSharding(positional[0]);
+}
+
+// Checks the sharding against --num-partitions when given; returns N (0 when absent).
+absl::StatusOr<int64_t> CheckPartitions(const Args& args, const HloSharding& sharding,
+                                        const Shape& shape) {
+  absl::StatusOr<int64_t> n = args.GetInt("--num-partitions", 0);
+  if (!n.ok()) return n.status();
+  if (args.Has("--num-partitions") && *n <= 0) {
+    return Invalid(absl::StrCat("--num-partitions must be positive, not ", *n));
+  }
+  absl::Status valid = sharding.Validate(shape, *n);
+  if (!valid.ok()) return valid;
+  return *n;
+}
+
+// ------------------------------------------------------------------------ show
+
+// `8:16`, or `9:10 +2 padding` when the device's buffer is longer than its valid range.
+std::string RangeText(const ShardRange& range) {
+  std::string text = absl::StrCat(range.start, ":", range.limit);
+  const int64_t padding = range.padded_size - (range.limit - range.start);
+  if (padding > 0) absl::StrAppend(&text, " +", padding, " padding");
+  return text;
+}
+
+std::string RangesText(const std::vector<ShardRange>& ranges) {
+  if (ranges.empty()) return "[] (scalar)";
+  std::vector<std::string> parts;
+  for (const ShardRange& r : ranges) parts.push_back(RangeText(r));
+  return absl::StrCat("[", absl::StrJoin(parts, ", "), "]");
+}
+
+std::string WholeText(const Shape& shape) {
+  std::vector<ShardRange> ranges;
+  for (int64_t d : shape.dimensions()) ranges.push_back({0, d, d});
+  return RangesText(ranges);
+}
+
+// Text for the subgroup position of a device: `(replica 1 of 2)`, `(manual group 0 of 4)`.
+std::string SubgroupText(const HloSharding& sharding, const std::vector<int64_t>& tile_index) {
+  const int64_t data_rank = sharding.TiledDataRank();
+  const std::vector<int64_t>& dims = sharding.tile_assignment().dims();
+  std::vector<std::string> parts;
+  if (sharding.ReplicateOnLastTileDim()) {
+    parts.push_back(absl::StrCat("replica ", tile_index.back(), " of ", dims.back()));
+  } else {
+    const std::vector<SubgroupType>& types = sharding.subgroup_types();
+    for (size_t i = 0; i < types.size(); ++i) {
+      const size_t dim = static_cast<size_t>(data_rank) + i;
+      const std::string what = types[i] == SubgroupType::kReplicated
+                                   ? "replica"
+                                   : absl::StrCat(SubgroupTypeName(types[i]), " group");
+      parts.push_back(absl::StrCat(what, " ", tile_index[dim], " of ", dims[dim]));
+    }
+  }
+  if (parts.empty()) return "";
+  return absl::StrCat(" (", absl::StrJoin(parts, ", "), ")");
+}
+
+// The ASCII grid of a tiled sharding of rank <= 2: which devices hold each tile.
+void PrintGrid(const HloSharding& sharding, const Shape& shape, std::ostream& out) {
+  const int64_t rank = shape.rank();
+  const TileAssignment& tiles = sharding.tile_assignment();
+  const int64_t rows = rank == 2 ? tiles.dim(0) : 1;
+  const int64_t cols = rank == 0 ? 1 : tiles.dim(rank - 1);
+  constexpr int64_t kMaxRows = 64, kMaxCols = 32;
+  if (rows > kMaxRows || cols > kMaxCols) {
+    out << "(grid omitted: " << rows << " x " << cols << " tiles)\n";
+    return;
+  }
+  // Devices of each data tile, in row-major tile-assignment order (replicas in order).
+  std::vector<std::vector<int64_t>> holders(static_cast<size_t>(rows * cols));
+  const int64_t data_rank = sharding.TiledDataRank();
+  for (int64_t linear = 0; linear < tiles.num_elements(); ++linear) {
+    std::vector<int64_t> index = MultiIndex(tiles.dims(), linear);
+    int64_t cell = 0;
+    for (int64_t k = 0; k < data_rank; ++k) cell = cell * tiles.dim(k) + index[k];
+    holders[static_cast<size_t>(cell)].push_back(tiles.DeviceAtLinear(linear));
+  }
+  // Range labels of the rows and columns.
+  auto label = [&](int64_t dim, int64_t t) {
+    const int64_t size = shape.dimensions(dim);
+    const int64_t c = (size + tiles.dim(dim) - 1) / tiles.dim(dim);
+    return absl::StrCat(std::min(t * c, size), ":", std::min((t + 1) * c, size));
+  };
+  std::vector<std::string> col_labels(static_cast<size_t>(cols), "");
+  std::vector<std::string> row_labels(static_cast<size_t>(rows), "");
+  if (rank >= 1) {
+    for (int64_t c = 0; c < cols; ++c) col_labels[c] = label(rank - 1, c);
+  }
+  if (rank == 2) {
+    for (int64_t r = 0; r < rows; ++r) row_labels[r] = label(0, r);
+  }
+  std::vector<std::string> cells(holders.size());
+  for (size_t i = 0; i < holders.size(); ++i) cells[i] = absl::StrJoin(holders[i], ",");
+  std::vector<size_t> widths(static_cast<size_t>(cols), 0);
+  for (int64_t c = 0; c < cols; ++c) {
+    widths[c] = col_labels[c].size();
+    for (int64_t r = 0; r < rows; ++r) widths[c] = std::max(widths[c], cells[r * cols + c].size());
+  }
+  size_t label_width = 0;
+  for (const std::string& l : row_labels) label_width = std::max(label_width, l.size());
+  const std::string indent(label_width + 1, ' ');
+  auto pad = [](const std::string& s, size_t width) {
+    return s + std::string(width - s.size(), ' ');
+  };
+  std::string rule = indent + "+";
+  for (size_t w : widths) rule += std::string(w + 2, '-') + "+";
+  out << "devices holding each tile";
+  if (rank == 2) out << " (rows: dim 0, columns: dim 1)";
+  if (rank == 1) out << " (columns: dim 0)";
+  out << ":\n";
+  if (rank >= 1) {
+    std::string header = indent + " ";
+    for (int64_t c = 0; c < cols; ++c) header += " " + pad(col_labels[c], widths[c]) + "  ";
+    while (!header.empty() && header.back() == ' ') header.pop_back();
+    out << header << "\n";
+  }
+  out << rule << "\n";
+  for (int64_t r = 0; r < rows; ++r) {
+    std::string line = pad(row_labels[r], label_width) + " |";
+    for (int64_t c = 0; c < cols; ++c) line += " " + pad(cells[r * cols + c], widths[c]) + " |";
+    out << line << "\n" << rule << "\n";
+  }
+}
+
+// Shows one array leaf. `n` is the partition count from the flag (0 = not given).
+void ShowLeaf(const HloSharding& sharding, const Shape& shape, int64_t n, std::ostream& out) {
+  if (!shape.IsArray()) {
+    out << "  " << shape.ToString(false) << " holds no data\n";
+    return;
+  }
+  switch (sharding.kind()) {
+    case HloSharding::Kind::kReplicated:
+      out << "replicated: every device holds the whole array " << WholeText(shape) << "\n";
+      if (n == 0) out << "(pass --num-partitions N to list the devices)\n";
+      for (int64_t d = 0; d < n; ++d) out << "device " << d << ": " << WholeText(shape) << "\n";
+      return;
+    case HloSharding::Kind::kMaximal: {
+      const int64_t owner = sharding.MaximalDevice();
+      out << "maximal: only device " << owner << " holds the array " << WholeText(shape) << "\n";
+      for (int64_t d = 0; d < std::max(n, owner + 1); ++d) {
+        out << "device " << d << ": " << (d == owner ? WholeText(shape) : "nothing") << "\n";
+      }
+      return;
+    }
+    case HloSharding::Kind::kManual:
+      out << "manual: the value is already partitioned by hand; each device holds its own "
+             "per-device value of shape "
+          << shape.ToString(false) << " and there is no global index mapping\n";
+      return;
+    case HloSharding::Kind::kUnknown:
+      out << "unknown: the sharding is not decided yet; nothing to show\n";
+      return;
+    case HloSharding::Kind::kUnreduced:
+      out << "unreduced: every device holds a partial value of the whole array " << WholeText(shape)
+          << " awaiting a cross-device reduction\n";
+      return;
+    case HloSharding::Kind::kTiled:
+    case HloSharding::Kind::kTuple:
+      break;
+  }
+  const TileAssignment& tiles = sharding.tile_assignment();
+  std::vector<int64_t> data_dims(tiles.dims().begin(),
+                                 tiles.dims().begin() + sharding.TiledDataRank());
+  const int64_t replicas = tiles.num_elements() / std::max<int64_t>(1, sharding.NumTiles());
+  const int64_t devices = n > 0 ? n : std::max(tiles.num_elements(), tiles.DeviceBound());
+  out << "tile grid [" << absl::StrJoin(data_dims, ",") << "], " << sharding.NumTiles() << " tiles";
+  if (replicas > 1) out << " x " << replicas << " devices each";
+  out << ", shard shape " << sharding.TileShape(shape).ToString(false) << ", " << devices
+      << " devices\n";
+  if (sharding.HasManualSubgroup()) {
+    out << "manual subgroups: each manual group holds its own value; ranges are within it\n";
+  }
+  for (int64_t d = 0; d < devices; ++d) {
+    std::optional<std::vector<int64_t>> index = tiles.TileIndexOf(d);
+    std::optional<std::vector<ShardRange>> ranges = sharding.RangesForDevice(shape, d);
+    out << "device " << d << ": ";
+    if (!index.has_value() || !ranges.has_value()) {
+      out << "nothing (not in the tile assignment)\n";
+      continue;
+    }
+    out << RangesText(*ranges) << SubgroupText(sharding, *index) << "\n";
+  }
+  if (shape.rank() <= 2) PrintGrid(sharding, shape, out);
+}
+
+int RunShow(const Args& args, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<HloSharding> sharding = ParseShardingArg(args.positional());
+  if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
+  std::optional<std::string> shape_text = args.Get("--shape");
+  if (!shape_text.has_value()) {
+    return BadInput(err, kCommand, "show needs --shape SHAPE (e.g. --shape f32[16,8])");
+  }
+  absl::StatusOr<Shape> shape = ParseShape(*shape_text);
+  if (!shape.ok()) return BadInput(err, kCommand, shape.status().message());
+  absl::StatusOr<int64_t> n = CheckPartitions(args, *sharding, *shape);
+  if (!n.ok()) return BadInput(err, kCommand, n.status().message());
+  out << "sharding " << sharding->ToString(false) << " on " << shape->ToString(false) << "\n";
+  if (!shape->IsTuple()) {
+    ShowLeaf(*sharding, *shape, *n, out);
+    return kExitHolds;
+  }
+  // Leaf by leaf; a non-tuple sharding applies to every leaf.
+  std::vector<const Shape*> leaves;
+  auto collect = [&](auto&& self, const Shape& s) -> void {
+    if (!s.IsTuple()) {
+      leaves.push_back(&s);
+      return;
+    }
+    for (const Shape& e : s.tuple_shapes()) self(self, e);
+  };
+  collect(collect, *shape);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const HloSharding& leaf_sharding =
+        sharding->IsTuple() ? sharding->tuple_elements()[i] : *sharding;
+    out << "\nleaf " << i << ": " << leaves[i]->ToString(false) << " "
+        << leaf_sharding.ToString(false) << "\n";
+    ShowLeaf(leaf_sharding, *leaves[i], *n, out);
+  }
+  return kExitHolds;
+}
+
+// ---------------------------------------------------------------------- groups
+
+absl::StatusOr<std::vector<int64_t>> ParseDims(absl::string_view text, int64_t tile_rank) {
+  std::vector<int64_t> dims;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int64_t d = 0;
+    if (!absl::SimpleAtoi(part, &d)) {
+      return Invalid(
+          absl::StrCat("--dims expects a comma-separated list of tile dims, not '", text, "'"));
+    }
+    if (d < 0 || d >= tile_rank) {
+      return Invalid(absl::StrCat("--dims: tile dim ", d,
+                                  " is out of range; the tile "
+                                  "assignment has ",
+                                  tile_rank, " dims (0..", tile_rank - 1, ")"));
+    }
+    if (std::find(dims.begin(), dims.end(), d) != dims.end()) {
+      return Invalid(absl::StrCat("--dims lists tile dim ", d, " twice"));
+    }
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+int RunGroups(const Args& args, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<HloSharding> sharding = ParseShardingArg(args.positional());
+  if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
+  std::optional<std::string> dims_text = args.Get("--dims");
+  if (!dims_text.has_value()) {
+    return BadInput(err, kCommand, "groups needs --dims D,D,... (tile dims to group along)");
+  }
+  if (!sharding->IsTiled()) {
+    return BadInput(err, kCommand,
+                    absl::StrCat("groups needs a tiled sharding (devices=...), not ",
+                                 sharding->ToString(false)));
+  }
+  absl::StatusOr<std::vector<int64_t>> dims =
+      ParseDims(*dims_text, sharding->tile_assignment().num_dimensions());
+  if (!dims.ok()) return BadInput(err, kCommand, dims.status().message());
+  ReplicaGroups groups(sharding->GroupsAlongDims(*dims));
+  out << (args.Has("--explicit") ? groups.ToString() : groups.Canonical().ToString()) << "\n";
+  return kExitHolds;
+}
+
+}  // namespace
+
+int RunSharding(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
+  if (argv.empty()) {
+    err << kShardingHelp;
+    return kExitBadInput;
+  }
+  const std::string& verb = argv[0];
+  if (verb == "--help" || verb == "-h" || verb == "help") {
+    out << kShardingHelp;
+    return kExitHolds;
+  }
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  const char* help = nullptr;
+  std::set<std::string> value_flags = {"--num-partitions"};
+  std::set<std::string> bool_flags = {"--help"};
+  if (verb == "expand") {
+    help = kExpandHelp;
+  } else if (verb == "canon") {
+    help = kCanonHelp;
+  } else if (verb == "show") {
+    help = kShowHelp;
+    value_flags.insert("--shape");
+  } else if (verb == "groups") {
+    help = kGroupsHelp;
+    value_flags = {"--dims"};
+    bool_flags.insert("--explicit");
+  } else {
+    BadInput(err, kCommand,
+             absl::StrCat("unknown verb '", verb, "' (expected expand, canon, show or groups)"));
+    err << kShardingHelp;
+    return kExitBadInput;
+  }
+  absl::StatusOr<Args> args = Args::Parse(rest, value_flags, bool_flags);
+  if (!args.ok()) return BadInput(err, kCommand, absl::StrCat(verb, ": ", args.status().message()));
+  if (args->Has("--help")) {
+    out << help;
+    return kExitHolds;
+  }
+  if (args->positional().empty()) {
+    BadInput(err, kCommand, absl::StrCat(verb, ": missing the SHARDING argument"));
+    err << help;
+    return kExitBadInput;
+  }
+  if (verb == "show") return RunShow(*args, out, err);
+  if (verb == "groups") return RunGroups(*args, out, err);
+  absl::StatusOr<HloSharding> sharding = ParseShardingArg(args->positional());
+  if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
+  absl::StatusOr<int64_t> n = CheckPartitions(*args, *sharding, ShapeMatching(*sharding));
+  if (!n.ok()) return BadInput(err, kCommand, n.status().message());
+  const HloSharding result = verb == "expand" ? sharding->Expanded() : sharding->Canonical();
+  out << result.ToString() << "\n";
+  return kExitHolds;
+}
+
+}  // namespace spmdcheck::cli
