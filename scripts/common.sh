@@ -27,5 +27,9 @@ spmdcheck_build() {
   if [ ! -f "$SPMDCHECK_BUILD_DIR/build.ninja" ]; then
     cmake -S "$SPMDCHECK_ROOT" -B "$SPMDCHECK_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   fi
-  cmake --build "$SPMDCHECK_BUILD_DIR" -j "$(nproc)" "$@"
+  if [ "$#" -gt 0 ]; then
+    cmake --build "$SPMDCHECK_BUILD_DIR" -j "$(nproc)" --target "$@"
+  else
+    cmake --build "$SPMDCHECK_BUILD_DIR" -j "$(nproc)"
+  fi
 }
