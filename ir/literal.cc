@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 
 #include "absl/status/status.h"
@@ -27,8 +28,20 @@ Literal::Literal(const Shape& shape) : shape_(shape) {
     return;
   }
   if (!shape.IsArray()) return;
-  const int64_t n = shape.ElementCount();
-  data_.assign(static_cast<size_t>(IsComplexType(shape.element_type()) ? 2 * n : n), 0);
+  width_ = ByteWidth(shape.element_type());
+  bytes_.assign(static_cast<size_t>(shape.ElementCount() * width_), 0);
+}
+
+uint64_t Literal::GetBits(int64_t i) const {
+  const int64_t part = IsComplexType(shape_.element_type()) ? width_ / 2 : width_;
+  uint64_t bits = 0;
+  std::memcpy(&bits, bytes_.data() + i * width_, static_cast<size_t>(part));
+  return bits;
+}
+
+void Literal::SetBits(int64_t i, uint64_t bits) {
+  const int64_t part = IsComplexType(shape_.element_type()) ? width_ / 2 : width_;
+  std::memcpy(bytes_.data() + i * width_, &bits, static_cast<size_t>(part));
 }
 
 absl::StatusOr<Literal> Literal::CreateChecked(const Shape& shape) {
@@ -78,7 +91,7 @@ int64_t SignExtend(uint64_t bits, int width) {
 
 double Literal::GetDouble(int64_t i) const {
   const PrimitiveType type = shape_.element_type();
-  const uint64_t bits = data_[Slot(i)];
+  const uint64_t bits = GetBits(i);
   switch (type) {
     case PrimitiveType::kF64:
       return std::bit_cast<double>(bits);
@@ -97,7 +110,7 @@ double Literal::GetDouble(int64_t i) const {
 
 int64_t Literal::GetInt64(int64_t i) const {
   const PrimitiveType type = shape_.element_type();
-  const uint64_t bits = data_[Slot(i)];
+  const uint64_t bits = GetBits(i);
   if (IsSignedIntegralType(type)) return SignExtend(bits, BitWidth(type));
   if (IsFloatingType(type) || IsComplexType(type)) return static_cast<int64_t>(GetDouble(i));
   return static_cast<int64_t>(bits);
@@ -107,50 +120,52 @@ uint64_t Literal::GetUint64(int64_t i) const {
   const PrimitiveType type = shape_.element_type();
   if (IsSignedIntegralType(type)) return static_cast<uint64_t>(GetInt64(i));
   if (IsFloatingType(type) || IsComplexType(type)) return static_cast<uint64_t>(GetDouble(i));
-  return data_[Slot(i)];
+  return GetBits(i);
 }
 
 std::complex<double> Literal::GetComplex(int64_t i) const {
   const PrimitiveType type = shape_.element_type();
   if (type == PrimitiveType::kC64) {
-    return {std::bit_cast<float>(static_cast<uint32_t>(data_[2 * i])),
-            std::bit_cast<float>(static_cast<uint32_t>(data_[2 * i + 1]))};
+    float parts[2];
+    std::memcpy(parts, bytes_.data() + i * width_, sizeof(parts));
+    return {parts[0], parts[1]};
   }
   if (type == PrimitiveType::kC128) {
-    return {std::bit_cast<double>(data_[2 * i]), std::bit_cast<double>(data_[2 * i + 1])};
+    double parts[2];
+    std::memcpy(parts, bytes_.data() + i * width_, sizeof(parts));
+    return {parts[0], parts[1]};
   }
   return {GetDouble(i), 0.0};
 }
 
 void Literal::SetDouble(int64_t i, double value) {
   const PrimitiveType type = shape_.element_type();
-  uint64_t& slot = data_[Slot(i)];
   switch (type) {
     case PrimitiveType::kF64:
-    case PrimitiveType::kC128:
-      slot = std::bit_cast<uint64_t>(value);
-      if (type == PrimitiveType::kC128) data_[Slot(i) + 1] = 0;
+      SetBits(i, std::bit_cast<uint64_t>(value));
       return;
     case PrimitiveType::kF32:
+      SetBits(i, std::bit_cast<uint32_t>(static_cast<float>(value)));
+      return;
     case PrimitiveType::kC64:
-      slot = std::bit_cast<uint32_t>(static_cast<float>(value));
-      if (type == PrimitiveType::kC64) data_[Slot(i) + 1] = 0;
+    case PrimitiveType::kC128:
+      SetComplex(i, {value, 0.0});
       return;
     default:
       break;
   }
   if (IsNarrowFloat(type)) {
     // f64 -> narrow goes through f32 first, as Eigen's constructors do.
-    slot = FloatToNarrowBits(type, static_cast<float>(value));
+    SetBits(i, FloatToNarrowBits(type, static_cast<float>(value)));
     return;
   }
   if (type == PrimitiveType::kPred) {
-    slot = value != 0 ? 1 : 0;
+    SetBits(i, value != 0 ? 1 : 0);
     return;
   }
   // Float -> integer: truncate toward zero, saturate, NaN -> 0.
   if (std::isnan(value)) {
-    slot = 0;
+    SetBits(i, 0);
     return;
   }
   const int width = BitWidth(type);
@@ -165,7 +180,7 @@ void Literal::SetDouble(int64_t i, double value) {
     } else {
       v = static_cast<int64_t>(std::trunc(value));
     }
-    slot = WrapToType(type, static_cast<uint64_t>(v));
+    SetBits(i, WrapToType(type, static_cast<uint64_t>(v)));
   } else {
     const double hi = std::ldexp(1.0, width);
     uint64_t v;
@@ -176,7 +191,7 @@ void Literal::SetDouble(int64_t i, double value) {
     } else {
       v = static_cast<uint64_t>(std::trunc(value));
     }
-    slot = v;
+    SetBits(i, v);
   }
 }
 
@@ -186,7 +201,7 @@ void Literal::SetInt64(int64_t i, int64_t value) {
     SetDouble(i, static_cast<double>(value));
     return;
   }
-  data_[Slot(i)] = WrapToType(type, static_cast<uint64_t>(value));
+  SetBits(i, WrapToType(type, static_cast<uint64_t>(value)));
 }
 
 void Literal::SetUint64(int64_t i, uint64_t value) {
@@ -195,17 +210,17 @@ void Literal::SetUint64(int64_t i, uint64_t value) {
     SetDouble(i, static_cast<double>(value));
     return;
   }
-  data_[Slot(i)] = WrapToType(type, value);
+  SetBits(i, WrapToType(type, value));
 }
 
 void Literal::SetComplex(int64_t i, std::complex<double> value) {
   const PrimitiveType type = shape_.element_type();
   if (type == PrimitiveType::kC64) {
-    data_[2 * i] = std::bit_cast<uint32_t>(static_cast<float>(value.real()));
-    data_[2 * i + 1] = std::bit_cast<uint32_t>(static_cast<float>(value.imag()));
+    const float parts[2] = {static_cast<float>(value.real()), static_cast<float>(value.imag())};
+    std::memcpy(bytes_.data() + i * width_, parts, sizeof(parts));
   } else if (type == PrimitiveType::kC128) {
-    data_[2 * i] = std::bit_cast<uint64_t>(value.real());
-    data_[2 * i + 1] = std::bit_cast<uint64_t>(value.imag());
+    const double parts[2] = {value.real(), value.imag()};
+    std::memcpy(bytes_.data() + i * width_, parts, sizeof(parts));
   } else {
     SetDouble(i, value.real());
   }
@@ -300,7 +315,7 @@ std::string Literal::ToString() const {
 }
 
 bool Literal::operator==(const Literal& other) const {
-  return shape_.Compatible(other.shape_) && elided_ == other.elided_ && data_ == other.data_ &&
+  return shape_.Compatible(other.shape_) && elided_ == other.elided_ && bytes_ == other.bytes_ &&
          tuple_elements_ == other.tuple_elements_;
 }
 

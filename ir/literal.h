@@ -1,6 +1,6 @@
 // Literal: a dense array value of any rank and element type, or a tuple of literals.
-// Elements are held in row-major order as their raw bit patterns (one 8-byte slot per element
-// for types up to 64 bits, two for complex), so every element type is handled uniformly.
+// Elements are held row-major in their native width (pred and sub-byte integers one byte each,
+// complex as two floats), so typed kernels can work on the buffer directly through data<T>().
 #ifndef SPMDCHECK_IR_LITERAL_H_
 #define SPMDCHECK_IR_LITERAL_H_
 
@@ -30,9 +30,25 @@ class Literal {
   bool elided() const { return elided_; }
   int64_t element_count() const { return shape_.IsArray() ? shape_.ElementCount() : 0; }
 
-  // Raw bits of element `i` (row-major). Complex: real part bits.
-  uint64_t GetBits(int64_t i) const { return data_[Slot(i)]; }
-  void SetBits(int64_t i, uint64_t bits) { data_[Slot(i)] = bits; }
+  // Raw bits of element `i` (row-major), zero-extended. Complex: the real part's bits.
+  uint64_t GetBits(int64_t i) const;
+  void SetBits(int64_t i, uint64_t bits);
+
+  // Bytes per element in the buffer (complex: both parts).
+  int64_t element_byte_width() const { return width_; }
+  uint8_t* raw_data() { return bytes_.data(); }
+  const uint8_t* raw_data() const { return bytes_.data(); }
+  int64_t size_bytes() const { return static_cast<int64_t>(bytes_.size()); }
+  // Typed view of the buffer; sizeof(T) must equal element_byte_width().
+  template <typename T>
+  absl::Span<T> data() {
+    return absl::Span<T>(reinterpret_cast<T*>(bytes_.data()), bytes_.size() / sizeof(T));
+  }
+  template <typename T>
+  absl::Span<const T> data() const {
+    return absl::Span<const T>(reinterpret_cast<const T*>(bytes_.data()),
+                               bytes_.size() / sizeof(T));
+  }
 
   // Value accessors that convert from the element type.
   double GetDouble(int64_t i) const;
@@ -60,13 +76,10 @@ class Literal {
   bool operator==(const Literal& other) const;
 
  private:
-  size_t Slot(int64_t i) const {
-    return IsComplexType(shape_.element_type()) ? static_cast<size_t>(2 * i)
-                                                : static_cast<size_t>(i);
-  }
   Shape shape_;
   bool elided_ = false;
-  std::vector<uint64_t> data_;
+  int64_t width_ = 0;
+  std::vector<uint8_t> bytes_;
   std::vector<Literal> tuple_elements_;
 };
 
