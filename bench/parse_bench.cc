@@ -115,7 +115,12 @@ const std::string& LargeModule() {
       uint64_t value = 0;
       if (absl::SimpleAtoi(env, &value) && value > 0) mb = value;
     }
-    return new std::string(BuildLargeModule(mb << 20));
+    auto* built = new std::string(BuildLargeModule(mb << 20));
+    // SPMDCHECK_BENCH_DUMP=PATH writes the text (for profiling the parser on a file).
+    if (const char* dump = std::getenv("SPMDCHECK_BENCH_DUMP")) {
+      std::ofstream(dump, std::ios::binary) << *built;
+    }
+    return built;
   }();
   return *text;
 }

@@ -1,11 +1,140 @@
 #include "ir/hlo_module.h"
 
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/flat_hash_map.h"
 
 namespace spmdcheck {
+namespace {
+
+const std::shared_ptr<const Shape>& InvalidShape() {
+  static const auto* const shape = new std::shared_ptr<const Shape>(std::make_shared<Shape>());
+  return *shape;
+}
+
+}  // namespace
+
+// ================================================================= instruction
+
+HloInstruction::HloInstruction(HloOpcode opcode, std::string name, Shape shape)
+    : opcode_(opcode),
+      name_(std::move(name)),
+      shape_(std::make_shared<const Shape>(std::move(shape))) {}
+
+HloInstruction::HloInstruction(HloOpcode opcode, std::string name,
+                               std::shared_ptr<const Shape> shape)
+    : opcode_(opcode),
+      name_(std::move(name)),
+      shape_(shape != nullptr ? std::move(shape) : InvalidShape()) {}
+
+HloInstruction::HloInstruction(const HloInstruction& other)
+    : opcode_(other.opcode_),
+      index_(other.index_),
+      name_(other.name_),
+      shape_(other.shape_),
+      operands_(other.operands_),
+      parent_(other.parent_),
+      parameter_number_(other.parameter_number_),
+      literal_(other.literal_),
+      sharding_(other.sharding_),
+      attrs_(other.attrs_),
+      called_(other.called_ != nullptr
+                  ? std::make_unique<std::vector<CalledComputations>>(*other.called_)
+                  : nullptr),
+      raw_attributes_(other.raw_attributes_ != nullptr
+                          ? std::make_unique<std::vector<RawAttribute>>(*other.raw_attributes_)
+                          : nullptr),
+      location_(other.location_) {}
+
+HloInstruction& HloInstruction::operator=(const HloInstruction& other) {
+  if (this != &other) *this = HloInstruction(other);
+  return *this;
+}
+
+HloInstruction::~HloInstruction() = default;
+
+void HloInstruction::set_name(std::string name) {
+  if (parent_ == nullptr) {
+    name_ = std::move(name);
+    return;
+  }
+  parent_->RenameInstruction(this, std::move(name));
+}
+
+Shape& HloInstruction::mutable_shape() {
+  if (shape_.use_count() != 1) shape_ = std::make_shared<const Shape>(*shape_);
+  return const_cast<Shape&>(*shape_);
+}
+
+void HloInstruction::set_shape(Shape shape) {
+  if (shape_.use_count() == 1) {
+    // Assign in place, so references to shape() see the new value as with a plain member.
+    const_cast<Shape&>(*shape_) = std::move(shape);
+  } else {
+    shape_ = std::make_shared<const Shape>(std::move(shape));
+  }
+}
+
+void HloInstruction::set_shared_shape(std::shared_ptr<const Shape> shape) {
+  shape_ = shape != nullptr ? std::move(shape) : InvalidShape();
+}
+
+void HloInstruction::set_literal(Literal literal) {
+  literal_ = std::make_shared<const std::optional<Literal>>(std::move(literal));
+}
+
+void HloInstruction::set_sharding(HloSharding sharding) {
+  sharding_ = std::make_shared<const std::optional<HloSharding>>(std::move(sharding));
+}
+
+HloAttributes& HloInstruction::mutable_attrs() {
+  if (attrs_ == nullptr) {
+    attrs_ = std::make_shared<const HloAttributes>();
+  } else if (attrs_.use_count() != 1) {
+    attrs_ = std::make_shared<const HloAttributes>(*attrs_);
+  }
+  return const_cast<HloAttributes&>(*attrs_);
+}
+
+void HloInstruction::set_shared_attrs(std::shared_ptr<const HloAttributes> attrs) {
+  attrs_ = std::move(attrs);
+}
+
+std::vector<CalledComputations>& HloInstruction::mutable_called() {
+  if (called_ == nullptr) called_ = std::make_unique<std::vector<CalledComputations>>();
+  return *called_;
+}
+
+std::vector<RawAttribute>& HloInstruction::mutable_raw_attributes() {
+  if (raw_attributes_ == nullptr) raw_attributes_ = std::make_unique<std::vector<RawAttribute>>();
+  return *raw_attributes_;
+}
+
+const std::optional<Literal>& HloInstruction::NoLiteral() {
+  static const auto* const none = new std::optional<Literal>();
+  return *none;
+}
+
+const std::optional<HloSharding>& HloInstruction::NoSharding() {
+  static const auto* const none = new std::optional<HloSharding>();
+  return *none;
+}
+
+const HloAttributes& HloInstruction::NoAttributes() {
+  static const auto* const none = new HloAttributes();
+  return *none;
+}
+
+const std::vector<CalledComputations>& HloInstruction::NoCalled() {
+  static const auto* const none = new std::vector<CalledComputations>();
+  return *none;
+}
+
+const std::vector<RawAttribute>& HloInstruction::NoRawAttributes() {
+  static const auto* const none = new std::vector<RawAttribute>();
+  return *none;
+}
 
 HloComputation* HloInstruction::called_computation(absl::string_view role) const {
-  for (const CalledComputations& c : called_) {
+  for (const CalledComputations& c : called()) {
     if (c.role == role && c.computations.size() == 1) return c.computations[0];
   }
   return nullptr;
@@ -13,38 +142,108 @@ HloComputation* HloInstruction::called_computation(absl::string_view role) const
 
 std::vector<HloComputation*> HloInstruction::AllCalledComputations() const {
   std::vector<HloComputation*> out;
-  for (const CalledComputations& c : called_) {
+  for (const CalledComputations& c : called()) {
     out.insert(out.end(), c.computations.begin(), c.computations.end());
   }
   return out;
 }
 
 const RawAttribute* HloInstruction::FindRawAttribute(absl::string_view name) const {
-  for (const RawAttribute& a : raw_attributes_) {
+  for (const RawAttribute& a : raw_attributes()) {
     if (a.name == name) return &a;
   }
   return nullptr;
 }
 
+// ================================================================= computation
+
+HloComputation::HloComputation(std::string name) : name_(std::move(name)) {}
+
+HloComputation::~HloComputation() = default;
+
+void HloComputation::set_name(std::string name) {
+  HloModule* module = parent_;
+  if (module == nullptr) {
+    name_ = std::move(name);
+    return;
+  }
+  const std::string old_name = name_;
+  auto it = module->by_name_.find(absl::string_view(name_));
+  if (it != module->by_name_.end() && *it == this) module->by_name_.erase(it);
+  name_ = std::move(name);
+  module->by_name_.insert(this);
+  // Another computation may have shared the old name: it is now the first of that name.
+  if (!module->by_name_.contains(absl::string_view(old_name))) {
+    for (const auto& other : module->computations_) {
+      if (other->name_ == old_name) {
+        module->by_name_.insert(other.get());
+        break;
+      }
+    }
+  }
+}
+
+void HloComputation::IndexInstruction(HloInstruction* instruction) {
+  if (by_name_ != nullptr) {
+    by_name_->insert(instruction);  // The first instruction of a name stays.
+  } else if (instructions_.size() > kIndexThreshold) {
+    by_name_ = std::make_unique<NameIndex<HloInstruction>>();
+    by_name_->reserve(instructions_.size() * 2);
+    for (const auto& existing : instructions_) by_name_->insert(existing.get());
+  }
+}
+
+void HloComputation::UnindexInstruction(HloInstruction* instruction) {
+  if (by_name_ == nullptr) return;
+  auto it = by_name_->find(absl::string_view(instruction->name()));
+  if (it != by_name_->end() && *it == instruction) by_name_->erase(it);
+}
+
+void HloComputation::RenameInstruction(HloInstruction* instruction, std::string name) {
+  if (by_name_ == nullptr) {
+    instruction->name_ = std::move(name);
+    return;
+  }
+  const std::string old_name = instruction->name_;
+  UnindexInstruction(instruction);
+  instruction->name_ = std::move(name);
+  by_name_->insert(instruction);
+  // Another instruction may have shared the old name: it is now the first of that name.
+  if (!by_name_->contains(absl::string_view(old_name))) {
+    for (const auto& other : instructions_) {
+      if (other->name_ == old_name) {
+        by_name_->insert(other.get());
+        break;
+      }
+    }
+  }
+}
+
 HloInstruction* HloComputation::AddInstruction(std::unique_ptr<HloInstruction> instruction) {
   instruction->parent_ = this;
+  instruction->index_ = static_cast<int32_t>(instructions_.size());
   HloInstruction* raw = instruction.get();
-  by_name_.emplace(raw->name(), raw);
   instructions_.push_back(std::move(instruction));
+  IndexInstruction(raw);
   return raw;
 }
 
 HloInstruction* HloComputation::FindInstruction(absl::string_view name) const {
-  auto it = by_name_.find(absl::string_view(name.data(), name.size()));
-  return it == by_name_.end() ? nullptr : it->second;
+  if (by_name_ != nullptr) {
+    auto it = by_name_->find(name);
+    return it == by_name_->end() ? nullptr : *it;
+  }
+  for (const auto& instruction : instructions_) {
+    if (instruction->name() == name) return instruction.get();
+  }
+  return nullptr;
 }
 
 void HloComputation::TruncateInstructions(int64_t count) {
   while (static_cast<int64_t>(instructions_.size()) > count) {
     HloInstruction* last = instructions_.back().get();
     if (root_ == last) root_ = nullptr;
-    auto it = by_name_.find(last->name());
-    if (it != by_name_.end() && it->second == last) by_name_.erase(it);
+    UnindexInstruction(last);
     instructions_.pop_back();
   }
 }
@@ -62,20 +261,49 @@ std::vector<HloInstruction*> HloComputation::parameters() const {
 }
 
 std::vector<HloInstruction*> HloComputation::PostOrder() const {
-  // Iterative DFS with three colours; a grey operand means a cycle.
-  absl::flat_hash_map<const HloInstruction*, int> colour;
+  const size_t n = instructions_.size();
   std::vector<HloInstruction*> order;
-  order.reserve(instructions_.size());
+  order.reserve(n);
+  // Fast path: every operand is an earlier instruction of this computation. Then the DFS below
+  // would emit the instructions in text order, so that is the answer.
+  bool local = true;
+  bool text_order = true;
+  for (size_t i = 0; i < n && local; ++i) {
+    for (const HloInstruction* operand : instructions_[i]->operands()) {
+      if (operand == nullptr) continue;
+      if (operand->parent_ != this || operand->index_ < 0 ||
+          static_cast<size_t>(operand->index_) >= n ||
+          instructions_[operand->index_].get() != operand) {
+        local = false;
+        break;
+      }
+      if (static_cast<size_t>(operand->index_) >= i) text_order = false;
+    }
+  }
+  if (local && text_order) {
+    for (const auto& instruction : instructions_) order.push_back(instruction.get());
+    return order;
+  }
+  // Iterative DFS with three colours; a grey operand means a cycle. Colours live in a vector
+  // indexed by position when every operand is in this computation, else in a map.
+  std::vector<uint8_t> colour_by_index;
+  absl::flat_hash_map<const HloInstruction*, uint8_t> colour_by_pointer;
+  if (local) colour_by_index.assign(n, 0);
+  auto colour = [&](const HloInstruction* instruction) -> uint8_t& {
+    return local ? colour_by_index[instruction->index_] : colour_by_pointer[instruction];
+  };
+  std::vector<std::pair<HloInstruction*, size_t>> stack;
   for (const auto& start : instructions_) {
-    if (colour[start.get()] != 0) continue;
-    std::vector<std::pair<HloInstruction*, size_t>> stack = {{start.get(), 0}};
-    colour[start.get()] = 1;
+    if (colour(start.get()) != 0) continue;
+    stack.clear();
+    stack.push_back({start.get(), 0});
+    colour(start.get()) = 1;
     while (!stack.empty()) {
       auto& [node, next] = stack.back();
       if (next < node->operands().size()) {
         HloInstruction* operand = node->operands()[next++];
         if (operand == nullptr) continue;
-        int& c = colour[operand];
+        uint8_t& c = colour(operand);
         if (c == 1) return {};
         if (c == 0) {
           c = 1;
@@ -83,7 +311,7 @@ std::vector<HloInstruction*> HloComputation::PostOrder() const {
         }
         continue;
       }
-      colour[node] = 2;
+      colour(node) = 2;
       order.push_back(node);
       stack.pop_back();
     }
@@ -91,17 +319,23 @@ std::vector<HloInstruction*> HloComputation::PostOrder() const {
   return order;
 }
 
+// ====================================================================== module
+
+HloModule::HloModule(std::string name) : name_(std::move(name)) {}
+
+HloModule::~HloModule() = default;
+
 HloComputation* HloModule::AddComputation(std::unique_ptr<HloComputation> computation) {
   computation->parent_ = this;
   HloComputation* raw = computation.get();
-  by_name_.emplace(raw->name(), raw);
   computations_.push_back(std::move(computation));
+  by_name_.insert(raw);  // The first computation of a name stays.
   return raw;
 }
 
 HloComputation* HloModule::FindComputation(absl::string_view name) const {
-  auto it = by_name_.find(absl::string_view(name.data(), name.size()));
-  return it == by_name_.end() ? nullptr : it->second;
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : *it;
 }
 
 }  // namespace spmdcheck

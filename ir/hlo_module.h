@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/hash/hash.h"
 #include "ir/hlo_attributes.h"
 #include "ir/hlo_opcode.h"
 #include "ir/literal.h"
@@ -46,47 +48,92 @@ struct CalledComputations {
   bool is_list = false;
 };
 
+// Instructions keep their shape, sharding, literal and structured attributes behind shared,
+// copy-on-write pointers: the parser hands identical values (the same shape or sharding text) to
+// many instructions without copying them, and an instruction without attributes, sharding or
+// literal pays one null pointer for each. The accessors behave as plain members would; a
+// reference returned by shape()/attrs()/sharding()/literal() stays valid until that part of the
+// same instruction is next changed.
 class HloInstruction {
  public:
-  HloInstruction(HloOpcode opcode, std::string name, Shape shape)
-      : opcode_(opcode), name_(std::move(name)), shape_(std::move(shape)) {}
+  HloInstruction(HloOpcode opcode, std::string name, Shape shape);
+  // Same, sharing an existing shape (copied on the first mutable_shape()).
+  HloInstruction(HloOpcode opcode, std::string name, std::shared_ptr<const Shape> shape);
+  HloInstruction(const HloInstruction& other);
+  HloInstruction& operator=(const HloInstruction& other);
+  HloInstruction(HloInstruction&&) noexcept = default;
+  HloInstruction& operator=(HloInstruction&&) noexcept = default;
+  ~HloInstruction();
 
   HloOpcode opcode() const { return opcode_; }
   const std::string& name() const { return name_; }
-  void set_name(std::string name) { name_ = std::move(name); }
-  const Shape& shape() const { return shape_; }
-  Shape& mutable_shape() { return shape_; }
-  void set_shape(Shape shape) { shape_ = std::move(shape); }
+  // Also updates the parent computation's name lookup.
+  void set_name(std::string name);
+  const Shape& shape() const { return *shape_; }
+  Shape& mutable_shape();
+  void set_shape(Shape shape);
+  // Shares `shape` with other holders (copied on the first mutable_shape()).
+  void set_shared_shape(std::shared_ptr<const Shape> shape);
+  const std::shared_ptr<const Shape>& shared_shape() const { return shape_; }
 
   const std::vector<HloInstruction*>& operands() const { return operands_; }
   HloInstruction* operand(int64_t i) const { return operands_[i]; }
   int64_t operand_count() const { return static_cast<int64_t>(operands_.size()); }
   void AppendOperand(HloInstruction* operand) { operands_.push_back(operand); }
   void ReplaceOperand(int64_t i, HloInstruction* operand) { operands_[i] = operand; }
+  // Replaces the whole operand list.
+  void set_operands(std::vector<HloInstruction*> operands) { operands_ = std::move(operands); }
 
   HloComputation* parent() const { return parent_; }
+  // Position in parent()->instructions(); -1 when not in a computation.
+  int64_t index_in_parent() const { return index_; }
 
   int64_t parameter_number() const { return parameter_number_; }
   void set_parameter_number(int64_t n) { parameter_number_ = n; }
-  const std::optional<Literal>& literal() const { return literal_; }
-  void set_literal(Literal literal) { literal_ = std::move(literal); }
+  const std::optional<Literal>& literal() const {
+    return literal_ != nullptr ? *literal_ : NoLiteral();
+  }
+  void set_literal(Literal literal);
+  // Shares an (immutable) literal with other holders.
+  void set_shared_literal(std::shared_ptr<const std::optional<Literal>> literal) {
+    literal_ = std::move(literal);
+  }
+  const std::shared_ptr<const std::optional<Literal>>& shared_literal() const { return literal_; }
 
-  const std::optional<HloSharding>& sharding() const { return sharding_; }
-  void set_sharding(HloSharding sharding) { sharding_ = std::move(sharding); }
+  const std::optional<HloSharding>& sharding() const {
+    return sharding_ != nullptr ? *sharding_ : NoSharding();
+  }
+  void set_sharding(HloSharding sharding);
   void clear_sharding() { sharding_.reset(); }
+  // Shares an (immutable) sharding with other holders.
+  void set_shared_sharding(std::shared_ptr<const std::optional<HloSharding>> sharding) {
+    sharding_ = std::move(sharding);
+  }
+  const std::shared_ptr<const std::optional<HloSharding>>& shared_sharding() const {
+    return sharding_;
+  }
 
-  const HloAttributes& attrs() const { return attrs_; }
-  HloAttributes& mutable_attrs() { return attrs_; }
+  const HloAttributes& attrs() const { return attrs_ != nullptr ? *attrs_ : NoAttributes(); }
+  // Allocates the attributes on first use; copies them first when they are shared.
+  HloAttributes& mutable_attrs();
+  bool has_attrs() const { return attrs_ != nullptr; }
+  // Shares attributes with other holders (copied on the first mutable_attrs()).
+  void set_shared_attrs(std::shared_ptr<const HloAttributes> attrs);
+  std::shared_ptr<const HloAttributes> shared_attrs() const { return attrs_; }
 
-  const std::vector<CalledComputations>& called() const { return called_; }
-  std::vector<CalledComputations>& mutable_called() { return called_; }
+  const std::vector<CalledComputations>& called() const {
+    return called_ != nullptr ? *called_ : NoCalled();
+  }
+  std::vector<CalledComputations>& mutable_called();
   // The single computation called in `role`, or nullptr.
   HloComputation* called_computation(absl::string_view role) const;
   // All called computations, in attribute order.
   std::vector<HloComputation*> AllCalledComputations() const;
 
-  const std::vector<RawAttribute>& raw_attributes() const { return raw_attributes_; }
-  std::vector<RawAttribute>& mutable_raw_attributes() { return raw_attributes_; }
+  const std::vector<RawAttribute>& raw_attributes() const {
+    return raw_attributes_ != nullptr ? *raw_attributes_ : NoRawAttributes();
+  }
+  std::vector<RawAttribute>& mutable_raw_attributes();
   const RawAttribute* FindRawAttribute(absl::string_view name) const;
 
   const SourceLocation& location() const { return location_; }
@@ -94,26 +141,35 @@ class HloInstruction {
 
  private:
   friend class HloComputation;
+  static const std::optional<Literal>& NoLiteral();
+  static const std::optional<HloSharding>& NoSharding();
+  static const HloAttributes& NoAttributes();
+  static const std::vector<CalledComputations>& NoCalled();
+  static const std::vector<RawAttribute>& NoRawAttributes();
+
   HloOpcode opcode_;
+  int32_t index_ = -1;
   std::string name_;
-  Shape shape_;
+  std::shared_ptr<const Shape> shape_;  // Never null.
   std::vector<HloInstruction*> operands_;
   HloComputation* parent_ = nullptr;
   int64_t parameter_number_ = -1;
-  std::optional<Literal> literal_;
-  std::optional<HloSharding> sharding_;
-  HloAttributes attrs_;
-  std::vector<CalledComputations> called_;
-  std::vector<RawAttribute> raw_attributes_;
+  std::shared_ptr<const std::optional<Literal>> literal_;
+  std::shared_ptr<const std::optional<HloSharding>> sharding_;
+  std::shared_ptr<const HloAttributes> attrs_;
+  std::unique_ptr<std::vector<CalledComputations>> called_;
+  std::unique_ptr<std::vector<RawAttribute>> raw_attributes_;
   SourceLocation location_;
 };
 
 class HloComputation {
  public:
-  explicit HloComputation(std::string name) : name_(std::move(name)) {}
+  explicit HloComputation(std::string name);
+  ~HloComputation();
 
   const std::string& name() const { return name_; }
-  void set_name(std::string name) { name_ = std::move(name); }
+  // Also updates the parent module's name lookup.
+  void set_name(std::string name);
   HloModule* parent() const { return parent_; }
 
   // Takes ownership; the name must be unique in this computation (checked by the caller).
@@ -122,9 +178,12 @@ class HloComputation {
     return instructions_;
   }
   int64_t instruction_count() const { return static_cast<int64_t>(instructions_.size()); }
+  // The first instruction named `name`, or nullptr.
   HloInstruction* FindInstruction(absl::string_view name) const;
   // Removes every instruction after the first `count` (used to undo a half-parsed statement).
   void TruncateInstructions(int64_t count);
+  // Reserves room for `count` instructions.
+  void ReserveInstructions(int64_t count) { instructions_.reserve(count); }
 
   HloInstruction* root() const { return root_; }
   void set_root(HloInstruction* root) { root_ = root; }
@@ -143,12 +202,39 @@ class HloComputation {
   // it already is one). Empty when there is a cycle.
   std::vector<HloInstruction*> PostOrder() const;
 
+  // Name lookup keyed by each element's own name (no copies of the names).
+  template <typename T>
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(absl::string_view name) const { return absl::HashOf(name); }
+    size_t operator()(const T* x) const { return absl::HashOf(absl::string_view(x->name())); }
+  };
+  template <typename T>
+  struct NameEq {
+    using is_transparent = void;
+    static absl::string_view Name(absl::string_view name) { return name; }
+    static absl::string_view Name(const T* x) { return x->name(); }
+    template <typename A, typename B>
+    bool operator()(const A& a, const B& b) const {
+      return Name(a) == Name(b);
+    }
+  };
+  template <typename T>
+  using NameIndex = absl::flat_hash_set<T*, NameHash<T>, NameEq<T>>;
+
  private:
   friend class HloModule;
+  friend class HloInstruction;
+  // Small computations are searched linearly; larger ones keep a name index.
+  static constexpr size_t kIndexThreshold = 16;
+  void IndexInstruction(HloInstruction* instruction);
+  void UnindexInstruction(HloInstruction* instruction);
+  void RenameInstruction(HloInstruction* instruction, std::string name);
+
   std::string name_;
   HloModule* parent_ = nullptr;
   std::vector<std::unique_ptr<HloInstruction>> instructions_;
-  absl::flat_hash_map<std::string, HloInstruction*> by_name_;
+  std::unique_ptr<NameIndex<HloInstruction>> by_name_;  // Null below kIndexThreshold.
   HloInstruction* root_ = nullptr;
   bool opaque_ = false;
   std::string execution_thread_;
@@ -157,7 +243,8 @@ class HloComputation {
 
 class HloModule {
  public:
-  explicit HloModule(std::string name) : name_(std::move(name)) {}
+  explicit HloModule(std::string name);
+  ~HloModule();
 
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
@@ -167,6 +254,8 @@ class HloModule {
     return computations_;
   }
   HloComputation* FindComputation(absl::string_view name) const;
+  // Reserves room for `count` computations.
+  void ReserveComputations(int64_t count) { computations_.reserve(count); }
   HloComputation* entry() const { return entry_; }
   void set_entry(HloComputation* entry) { entry_ = entry; }
 
@@ -191,13 +280,14 @@ class HloModule {
  private:
   std::string name_;
   std::vector<std::unique_ptr<HloComputation>> computations_;
-  absl::flat_hash_map<std::string, HloComputation*> by_name_;
+  HloComputation::NameIndex<HloComputation> by_name_;
   HloComputation* entry_ = nullptr;
   std::optional<int64_t> num_partitions_;
   std::optional<int64_t> replica_count_;
   bool is_scheduled_ = false;
   std::vector<RawAttribute> raw_header_;
   std::string source_path_;
+  friend class HloComputation;
 };
 
 }  // namespace spmdcheck

@@ -1,13 +1,17 @@
 #include "ir/hlo_parser.h"
 
+#include <string.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -20,38 +24,122 @@
 namespace spmdcheck {
 namespace {
 
-// An operand reference waiting for its computation to be complete.
-struct PendingOperand {
-  std::string name;
+// Operands are resolved by name as soon as they are read (HLO text defines an instruction
+// before its users almost always); what cannot be resolved yet, and the rare extras below, are
+// kept in flat per-parse lists and handled once the whole module is read, in the order the
+// original one-pass-per-computation design used (so errors and warnings are unchanged).
+
+// An operand that named nothing defined yet (a forward reference, or an undefined name).
+struct UnresolvedOperand {
+  HloInstruction* user = nullptr;
+  absl::string_view name;
   size_t offset = 0;
-  std::optional<Shape> written_shape;
+  uint32_t operand_index = 0;
+  // Position of `user` in its computation's completion order (nested anonymous instructions
+  // complete before the statement holding them); assigned when the user is complete.
+  uint32_t ordinal = UINT32_MAX;
+  int32_t written = -1;  // Index into written_shapes_, or -1.
 };
 
-// A computation reference waiting for all computations to be parsed.
+// An operand written with its shape (`add(f32[] x, f32[] y)`).
+struct WrittenOperandShape {
+  HloInstruction* user = nullptr;
+  uint32_t operand_index = 0;
+  size_t offset = 0;
+  absl::string_view name;
+  std::shared_ptr<const Shape> shape;
+};
+
+// An instruction written without its shape (inferred once operands are resolved).
+struct MissingShape {
+  HloInstruction* instruction = nullptr;
+  size_t offset = 0;
+};
+
+// A computation reference waiting for all computations to be parsed. Its names are
+// call_names_[names_begin, names_end).
 struct PendingCall {
-  HloInstruction* instruction = nullptr;
-  size_t called_index = 0;  // Index into instruction->mutable_called().
-  std::vector<std::pair<std::string, size_t>> names;  // (name, offset)
+  HloInstruction* instruction = nullptr;  // Null once the statement was dropped (fragments).
+  size_t called_index = 0;                // Index into instruction->mutable_called().
+  size_t names_begin = 0;
+  size_t names_end = 0;
 };
 
-struct PendingInstruction {
-  HloInstruction* instruction = nullptr;
-  std::vector<PendingOperand> operands;
-  bool has_shape = true;
+struct CallName {
+  absl::string_view name;  // Into the text, or into an inline body's computation name.
   size_t offset = 0;
 };
 
+// A computation while its statements are read.
 struct PendingComputation {
   HloComputation* computation = nullptr;
-  std::vector<PendingInstruction> instructions;
-  HloInstruction* root = nullptr;
+  HloInstruction* root = nullptr;  // Written ROOT.
+  HloInstruction* last = nullptr;  // Last completed instruction.
+  uint32_t completed = 0;          // Completed instructions (the next ordinal).
   size_t offset = 0;
+};
+
+// A parsed computation waiting for resolution.
+struct ParsedComputation {
+  HloComputation* computation = nullptr;
+  size_t offset = 0;
+};
+
+// 1-based line and column of byte offsets, for a parser that mostly moves forward: counts the
+// newlines between the previous query and this one.
+class LineTracker {
+ public:
+  explicit LineTracker(absl::string_view text) : text_(text) {}
+
+  SourceLocation At(size_t offset) {
+    const size_t target = std::min(offset, text_.size());
+    if (target >= pos_) {
+      const char* p = text_.data() + pos_;
+      const char* const end = text_.data() + target;
+      while (p < end) {
+        const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
+        if (nl == nullptr) break;
+        p = static_cast<const char*>(nl) + 1;
+        ++line_;
+        line_start_ = static_cast<size_t>(p - text_.data());
+      }
+    } else {
+      for (size_t i = target; i < pos_; ++i) {
+        if (text_[i] == '\n') --line_;
+      }
+      const void* nl = target == 0 ? nullptr : memrchr(text_.data(), '\n', target);
+      line_start_ = nl == nullptr ? 0 : static_cast<size_t>(static_cast<const char*>(nl) -
+                                                            text_.data()) + 1;
+    }
+    pos_ = target;
+    return {line_, static_cast<int64_t>(offset - line_start_) + 1};
+  }
+
+ private:
+  absl::string_view text_;
+  size_t pos_ = 0;
+  int64_t line_ = 1;
+  size_t line_start_ = 0;
+};
+
+using SharedShape = std::shared_ptr<const Shape>;
+using SharedSharding = std::shared_ptr<const std::optional<HloSharding>>;
+using SharedLiteral = std::shared_ptr<const std::optional<Literal>>;
+
+struct LiteralKey {
+  absl::string_view shape;
+  absl::string_view values;
+  bool operator==(const LiteralKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const LiteralKey& key) {
+    return H::combine(std::move(h), key.shape, key.values);
+  }
 };
 
 class Parser {
  public:
   Parser(absl::string_view text, const ParseOptions& options)
-      : options_(options), source_(options.path, text), lex_(text) {}
+      : options_(options), source_(options.path, text), lex_(text), lines_(text) {}
 
   absl::StatusOr<ParsedModule> ParseModule();
 
@@ -72,6 +160,15 @@ class Parser {
   }
   absl::Status Expect(char c, absl::string_view context) {
     if (lex_.TryConsume(c)) return absl::OkStatus();
+    return ExpectFailed(c, context);
+  }
+  // Expect() whose context message is only built on failure.
+  template <typename MakeContext>
+  absl::Status ExpectLazy(char c, MakeContext make_context) {
+    if (lex_.TryConsume(c)) return absl::OkStatus();
+    return ExpectFailed(c, make_context());
+  }
+  absl::Status ExpectFailed(char c, absl::string_view context) {
     if (lex_.AtEnd()) {
       return Error(absl::StrCat("expected '", std::string(1, c), "' ", context,
                                 " but the input ends here (is the text cut off?)"));
@@ -83,19 +180,38 @@ class Parser {
     return absl::StrCat(source_.path(), ":", source_.LineOf(offset), ":",
                         source_.ColumnOf(offset), ": warning: ", message);
   }
-  SourceLocation LocationOf(size_t offset) const {
-    return {source_.LineOf(offset), source_.ColumnOf(offset)};
-  }
+  SourceLocation LocationOf(size_t offset) { return lines_.At(offset); }
 
   // ---- pieces ----
   absl::Status ParseShape(Shape* shape, int depth = 0, bool allow_layout = true);
+  // A top-level shape (with layout), shared with earlier identical shape texts.
+  // With `only_if_shape`, a shape is only read when one starts here (else *shape is null).
+  absl::Status ParseSharedShape(SharedShape* shape, absl::string_view* key, bool only_if_shape);
+  // The extent of the shape text at `start` when it can be looked up by its text, else npos.
+  size_t ScanShapeExtent(size_t start) const;
   bool AtShapeStart();
   absl::Status ParseLayout(Shape* shape);
   absl::Status ParseInt(int64_t* value, absl::string_view what);
+  // ParseInt() whose description is only built on failure.
+  template <typename MakeWhat>
+  absl::Status ParseIntLazy(int64_t* value, MakeWhat make_what) {
+    lex_.SkipSpace();
+    const size_t start = lex_.pos();
+    bool overflow = false;
+    std::optional<int64_t> v = lex_.ConsumeInt(&overflow);
+    if (v.has_value() && !overflow) {
+      *value = *v;
+      return absl::OkStatus();
+    }
+    lex_.set_pos(start);
+    return ParseInt(value, make_what());
+  }
   absl::Status ParseIntList(char open, char close, std::vector<int64_t>* values,
                             absl::string_view what);
   absl::Status ParseBool(bool* value);
   absl::Status ParseSharding(HloSharding* sharding);
+  // An instruction's sharding, shared with earlier identical sharding texts.
+  absl::Status ParseSharedSharding(SharedSharding* sharding);
   absl::Status ParseSingleSharding(HloSharding* sharding);
   absl::Status ParseTileAssignment(TileAssignment* tiles, bool allow_list,
                                    bool* single_device_list);
@@ -115,30 +231,59 @@ class Parser {
   absl::Status ParseComputation();
   absl::Status ParseInstructionList(PendingComputation* pending, bool until_brace);
   absl::Status ParseInstruction(PendingComputation* pending);
-  absl::Status ParseOperands(PendingComputation* pending, PendingInstruction* instruction,
-                             int depth);
-  absl::Status ParseAttribute(PendingComputation* pending, PendingInstruction* instruction);
+  absl::Status ParseConstant(HloInstruction* instruction, const SharedShape& shape,
+                             absl::string_view shape_key);
+  absl::Status ParseOperands(PendingComputation* pending, HloInstruction* user, int depth);
+  // Marks `instruction` complete: gives its unresolved operands (recorded from
+  // `unresolved_begin` on) their ordinal.
+  void CompleteInstruction(PendingComputation* pending, HloInstruction* instruction,
+                           size_t unresolved_begin);
+  absl::Status ParseAttribute(HloInstruction* instruction);
+  // The structured (HloAttributes) attributes; `*handled` is false for other names.
+  absl::Status ParseStructuredAttribute(HloInstruction* instruction, absl::string_view name,
+                                        size_t start, bool* handled);
+  // Shares the instruction's attributes with an earlier instruction that read the same text.
+  void InternAttributes(HloInstruction* instruction);
   absl::Status ParseCalledComputations(HloInstruction* instruction, absl::string_view role,
                                        bool is_list);
-  absl::Status ResolveComputation(PendingComputation* pending);
+  absl::Status ResolveComputation(const ParsedComputation& parsed,
+                                  std::vector<size_t>* unresolved);
   absl::Status ResolveCalls();
-  absl::Status InferMissingShapes(PendingComputation* pending);
-  absl::Status AddFragmentParameters(PendingComputation* pending);
+  absl::Status InferMissingShapes(const ParsedComputation& parsed,
+                                  const std::vector<size_t>& missing,
+                                  const std::vector<size_t>& written);
+  absl::Status AddFragmentParameters(HloComputation* computation,
+                                     const std::vector<size_t>& unresolved);
   std::optional<Shape> InferUndefinedOperandShape(const HloInstruction& user,
                                                   int64_t operand_count, int64_t index,
                                                   std::string* note);
   void SkipToNextStatement();
+  void AbandonComputation(HloComputation* computation);
   std::string FreshName(absl::string_view base);
 
   const ParseOptions& options_;
   SourceText source_;
   Lexer lex_;
+  LineTracker lines_;
   std::unique_ptr<HloModule> module_;
-  std::vector<PendingComputation> computations_;
+  std::vector<ParsedComputation> computations_;
   std::vector<PendingCall> pending_calls_;
+  std::vector<CallName> call_names_;
+  std::vector<UnresolvedOperand> unresolved_;
+  std::vector<WrittenOperandShape> written_shapes_;
+  std::vector<MissingShape> missing_shapes_;
+  std::vector<HloInstruction*> operand_stack_;  // Operands of the instructions being read.
   std::vector<std::string> warnings_;
   HloComputation* entry_ = nullptr;
   int64_t fresh_counter_ = 0;
+
+  // Values shared between instructions whose text is identical. Keys point into the text.
+  absl::flat_hash_map<absl::string_view, SharedShape> shape_cache_;
+  absl::flat_hash_map<absl::string_view, SharedSharding> sharding_cache_;
+  absl::flat_hash_map<LiteralKey, SharedLiteral> literal_cache_;
+  // Structured attributes by opcode and the text of each structured attribute, in order.
+  absl::flat_hash_map<std::string, std::shared_ptr<const HloAttributes>> attrs_cache_;
+  std::string attrs_key_;  // The key of the instruction being read.
 };
 
 // ===================================================================== shapes
@@ -148,9 +293,106 @@ bool Parser::AtShapeStart() {
   if (c == '(') return true;
   absl::string_view name = lex_.PeekName();
   if (name.empty() || lex_.PeekRaw() == '%') return false;
-  if (!PrimitiveTypeFromName(name).has_value()) return false;
   const size_t after = static_cast<size_t>(name.data() - lex_.text().data()) + name.size();
-  return after < lex_.text().size() && lex_.text()[after] == '[';
+  if (after >= lex_.text().size() || lex_.text()[after] != '[') return false;
+  return PrimitiveTypeFromName(name).has_value();
+}
+
+namespace {
+
+bool IsSpaceChar(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+}  // namespace
+
+size_t Parser::ScanShapeExtent(size_t start) const {
+  // Only the plain forms are looked up: `type[dims]`, `type[dims]{layout}` and one-line
+  // tuples. Anything else (comments, line breaks, odd spacing) is parsed afresh.
+  const absl::string_view text = lex_.text();
+  const size_t size = text.size();
+  size_t p = start;
+  if (p >= size) return absl::string_view::npos;
+  if (text[p] == '(') {
+    // A tuple ends at its matching ')' and ParseShape reads nothing after it.
+    int depth = 0;
+    for (; p < size; ++p) {
+      const char c = text[p];
+      if (c == '(') {
+        ++depth;
+      } else if (c == ')') {
+        if (--depth == 0) return p + 1;
+      } else if (c == '\n' || c == '"' || c == '\'') {
+        return absl::string_view::npos;
+      }
+    }
+    return absl::string_view::npos;
+  }
+  const size_t type_start = p;
+  while (p < size && ((text[p] >= 'a' && text[p] <= 'z') || (text[p] >= '0' && text[p] <= '9'))) {
+    ++p;
+  }
+  if (p == type_start || p >= size || text[p] != '[') return absl::string_view::npos;
+  for (++p; p < size && text[p] != ']'; ++p) {
+    const char c = text[p];
+    if (!((c >= '0' && c <= '9') || c == ',' || c == '<' || c == '=' || c == '?')) {
+      return absl::string_view::npos;
+    }
+  }
+  if (p >= size) return absl::string_view::npos;
+  ++p;  // ']'
+  if (p < size && text[p] == '{') {
+    // An adjacent layout: the key holds it and ParseShape reads nothing after it (a `{...}`
+    // that is not a layout makes ParseShape stop at ']', so the key is never stored).
+    for (++p; p < size && text[p] != '}'; ++p) {
+      if (text[p] == '{' || text[p] == '\n' || text[p] == '/') return absl::string_view::npos;
+    }
+    return p < size ? p + 1 : absl::string_view::npos;
+  }
+  // No layout: ParseShape then probes for one after spaces; the key is only usable when that
+  // probe certainly fails.
+  size_t q = p;
+  while (q < size && IsSpaceChar(text[q])) ++q;
+  if (q >= size) return p;
+  if (text[q] == '/') return absl::string_view::npos;
+  if (text[q] != '{') return p;
+  ++q;
+  while (q < size && IsSpaceChar(text[q])) ++q;
+  if (q >= size) return p;
+  const char c = text[q];
+  if (c == '/' || c == ':' || c == '}' || (c >= '0' && c <= '9')) return absl::string_view::npos;
+  return p;
+}
+
+absl::Status Parser::ParseSharedShape(SharedShape* shape, absl::string_view* key,
+                                      bool only_if_shape) {
+  lex_.SkipSpace();
+  const size_t start = lex_.pos();
+  const size_t end = ScanShapeExtent(start);
+  absl::string_view text;
+  if (end != absl::string_view::npos) {
+    text = lex_.text().substr(start, end - start);
+    auto it = shape_cache_.find(text);
+    if (it != shape_cache_.end()) {
+      lex_.set_pos(end);
+      *shape = it->second;
+      *key = text;
+      return absl::OkStatus();
+    }
+  }
+  *key = absl::string_view();
+  if (only_if_shape && !AtShapeStart()) {
+    shape->reset();
+    return absl::OkStatus();
+  }
+  Shape parsed;
+  absl::Status status = ParseShape(&parsed);
+  if (!status.ok()) return status;
+  auto shared = std::make_shared<const Shape>(std::move(parsed));
+  if (end != absl::string_view::npos && lex_.pos() == end) {
+    shape_cache_.emplace(text, shared);
+    *key = text;
+  }
+  *shape = std::move(shared);
+  return absl::OkStatus();
 }
 
 absl::Status Parser::ParseShape(Shape* shape, int depth, bool allow_layout) {
@@ -163,10 +405,9 @@ absl::Status Parser::ParseShape(Shape* shape, int depth, bool allow_layout) {
     std::vector<Shape> elements;
     if (!lex_.TryConsume(')')) {
       do {
-        Shape element;
+        Shape& element = elements.emplace_back();
         absl::Status status = ParseShape(&element, depth + 1);
         if (!status.ok()) return status;
-        elements.push_back(std::move(element));
       } while (lex_.TryConsume(','));
       absl::Status status = Expect(')', "to close the tuple shape");
       if (!status.ok()) return status;
@@ -184,8 +425,8 @@ absl::Status Parser::ParseShape(Shape* shape, int depth, bool allow_layout) {
   }
   if (lex_.PeekRaw() != '[') return Error("expected '[' after the element type");
   lex_.TryConsume('[');
-  std::vector<int64_t> dims;
-  std::vector<DimensionKind> kinds;
+  absl::InlinedVector<int64_t, 8> dims;
+  absl::InlinedVector<DimensionKind, 8> kinds;
   if (!lex_.TryConsume(']')) {
     do {
       DimensionKind kind = DimensionKind::kStatic;
@@ -293,17 +534,19 @@ absl::Status Parser::ParseInt(int64_t* value, absl::string_view what) {
 
 absl::Status Parser::ParseIntList(char open, char close, std::vector<int64_t>* values,
                                   absl::string_view what) {
-  absl::Status status = Expect(open, absl::StrCat("to open ", what));
+  absl::Status status = ExpectLazy(open, [&] { return absl::StrCat("to open ", what); });
   if (!status.ok()) return status;
   values->clear();
   if (lex_.TryConsume(close)) return absl::OkStatus();
+  absl::InlinedVector<int64_t, 16> list;
   do {
     int64_t v = 0;
-    status = ParseInt(&v, absl::StrCat("an integer in ", what));
+    status = ParseIntLazy(&v, [&] { return absl::StrCat("an integer in ", what); });
     if (!status.ok()) return status;
-    values->push_back(v);
+    list.push_back(v);
   } while (lex_.TryConsume(','));
-  return Expect(close, absl::StrCat("to close ", what));
+  values->assign(list.begin(), list.end());
+  return ExpectLazy(close, [&] { return absl::StrCat("to close ", what); });
 }
 
 absl::Status Parser::ParseBool(bool* value) {
@@ -520,6 +763,53 @@ absl::Status Parser::ParseSharding(HloSharding* sharding) {
   absl::Status status = Expect('}', "to close the tuple sharding");
   if (!status.ok()) return status;
   *sharding = HloSharding::Tuple(std::move(elements));
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseSharedSharding(SharedSharding* sharding) {
+  // The extent of a one-line `{...}` without comments: ParseSharding reads exactly up to the
+  // matching '}', so equal texts give equal shardings.
+  lex_.SkipSpace();
+  const absl::string_view text = lex_.text();
+  const size_t start = lex_.pos();
+  size_t end = absl::string_view::npos;
+  if (start < text.size() && text[start] == '{') {
+    int depth = 0;
+    for (size_t p = start; p < text.size(); ++p) {
+      const char c = text[p];
+      if (c == '{') {
+        ++depth;
+      } else if (c == '}') {
+        if (--depth == 0) {
+          end = p + 1;
+          break;
+        }
+      } else if (c == '"' || c == '\'') {
+        size_t q = p + 1;
+        while (q < text.size() && text[q] != c && text[q] != '\n') q += text[q] == '\\' ? 2 : 1;
+        if (q >= text.size() || text[q] != c) break;
+        p = q;
+      } else if (c == '\n' || c == '/') {
+        break;
+      }
+    }
+  }
+  absl::string_view key;
+  if (end != absl::string_view::npos) {
+    key = text.substr(start, end - start);
+    auto it = sharding_cache_.find(key);
+    if (it != sharding_cache_.end()) {
+      lex_.set_pos(end);
+      *sharding = it->second;
+      return absl::OkStatus();
+    }
+  }
+  HloSharding parsed;
+  absl::Status status = ParseSharding(&parsed);
+  if (!status.ok()) return status;
+  auto shared = std::make_shared<const std::optional<HloSharding>>(std::move(parsed));
+  if (end != absl::string_view::npos && lex_.pos() == end) sharding_cache_.emplace(key, shared);
+  *sharding = std::move(shared);
   return absl::OkStatus();
 }
 
@@ -818,7 +1108,7 @@ absl::Status Parser::ParseWindow(std::vector<WindowDim>* window) {
     std::vector<int64_t> values;
     do {
       int64_t v = 0;
-      status = ParseInt(&v, absl::StrCat("a value of window ", field));
+      status = ParseIntLazy(&v, [&] { return absl::StrCat("a value of window ", field); });
       if (!status.ok()) return status;
       values.push_back(v);
     } while (lex_.PeekRaw() == 'x' && lex_.TryConsume('x'));
@@ -911,19 +1201,20 @@ absl::Status Parser::ParseCalledComputations(HloInstruction* instruction, absl::
     const size_t offset = lex_.pos();
     absl::string_view name = lex_.ConsumeName();
     if (name.empty()) return Error("expected a computation name");
-    call.names.push_back({std::string(name), offset});
+    call_names_.push_back({name, offset});
     return absl::OkStatus();
   };
   absl::Status status;
   if (is_list) {
-    status = Expect('{', absl::StrCat("to open ", role));
+    status = ExpectLazy('{', [&] { return absl::StrCat("to open ", role); });
     if (!status.ok()) return status;
+    call.names_begin = call_names_.size();
     if (!lex_.TryConsume('}')) {
       do {
         status = read_name();
         if (!status.ok()) return status;
       } while (lex_.TryConsume(','));
-      status = Expect('}', absl::StrCat("to close ", role));
+      status = ExpectLazy('}', [&] { return absl::StrCat("to close ", role); });
       if (!status.ok()) return status;
     }
   } else {
@@ -932,33 +1223,98 @@ absl::Status Parser::ParseCalledComputations(HloInstruction* instruction, absl::
       const size_t offset = lex_.pos();
       std::string name = FreshName(absl::StrCat(instruction->name(), ".", role));
       PendingComputation inline_body;
-      inline_body.computation = module_->AddComputation(std::make_unique<HloComputation>(name));
+      inline_body.computation =
+          module_->AddComputation(std::make_unique<HloComputation>(std::move(name)));
       inline_body.computation->set_location(LocationOf(offset));
       inline_body.offset = offset;
       lex_.TryConsume('{');
       status = ParseInstructionList(&inline_body, /*until_brace=*/true);
-      if (!status.ok()) return status;
-      computations_.push_back(std::move(inline_body));
-      call.names.push_back({name, offset});
+      if (!status.ok()) {
+        AbandonComputation(inline_body.computation);
+        return status;
+      }
+      computations_.push_back({inline_body.computation, inline_body.offset});
+      call.names_begin = call_names_.size();
+      call_names_.push_back({inline_body.computation->name(), offset});
     } else {
+      call.names_begin = call_names_.size();
       status = read_name();
       if (!status.ok()) return status;
     }
   }
+  call.names_end = call_names_.size();
   instruction->mutable_called().push_back({std::string(role), {}, is_list});
-  pending_calls_.push_back(std::move(call));
+  pending_calls_.push_back(call);
   return absl::OkStatus();
 }
 
-absl::Status Parser::ParseAttribute(PendingComputation* pending, PendingInstruction* pi) {
-  (void)pending;
-  HloInstruction* instruction = pi->instruction;
+absl::Status Parser::ParseAttribute(HloInstruction* instruction) {
   lex_.SkipSpace();
   const size_t start = lex_.pos();
   absl::string_view name = lex_.ConsumeIdentifier();
   if (name.empty()) return Error("expected an attribute name after ','");
   if (!lex_.TryConsume('=')) return Error(absl::StrCat("expected '=' after '", name, "'"));
-  HloAttributes& a = instruction->mutable_attrs();
+  if (name == "sharding") {
+    SharedSharding sharding;
+    absl::Status s = ParseSharedSharding(&sharding);
+    if (!s.ok()) return s;
+    // A tuple-shaped instruction with a non-tuple sharding: that sharding on every leaf.
+    instruction->set_shared_sharding(std::move(sharding));
+    return absl::OkStatus();
+  }
+  const size_t value_start = lex_.pos();
+  bool handled = false;
+  absl::Status structured = ParseStructuredAttribute(instruction, name, start, &handled);
+  if (handled) {
+    if (!structured.ok()) return structured;
+    // The interning key: opcode, then each structured attribute as name, '=', length, text.
+    if (attrs_key_.empty()) {
+      const uint16_t op = static_cast<uint16_t>(instruction->opcode());
+      attrs_key_.append(reinterpret_cast<const char*>(&op), sizeof(op));
+    }
+    const absl::string_view value = lex_.text().substr(value_start, lex_.pos() - value_start);
+    const uint32_t length = static_cast<uint32_t>(value.size());
+    attrs_key_.append(name.data(), name.size());
+    attrs_key_.push_back('=');
+    attrs_key_.append(reinterpret_cast<const char*>(&length), sizeof(length));
+    attrs_key_.append(value.data(), value.size());
+    return absl::OkStatus();
+  }
+  const HloOpcode op = instruction->opcode();
+  if (name == "to_apply" || name == "condition" || name == "body" ||
+      name == "true_computation" || name == "false_computation" ||
+      (name == "calls" && op != HloOpcode::kCustomCall) ||
+      (op == HloOpcode::kSelectAndScatter && (name == "select" || name == "scatter"))) {
+    return ParseCalledComputations(instruction, name, /*is_list=*/false);
+  }
+  if (name == "branch_computations" || name == "called_computations" ||
+      (name == "calls" && op == HloOpcode::kCustomCall)) {
+    return ParseCalledComputations(instruction, name, /*is_list=*/true);
+  }
+  // Everything else is kept as text and printed back verbatim.
+  for (const RawAttribute& existing : instruction->raw_attributes()) {
+    if (existing.name == name) {
+      return ErrorAt(start, absl::StrCat("attribute '", name, "' appears twice"));
+    }
+  }
+  std::string text;
+  absl::Status s = ParseRaw(&text);
+  if (!s.ok()) return s;
+  instruction->mutable_raw_attributes().push_back({std::string(name), std::move(text)});
+  return absl::OkStatus();
+}
+
+
+absl::Status Parser::ParseStructuredAttribute(HloInstruction* instruction,
+                                              absl::string_view name, size_t start,
+                                              bool* handled) {
+  *handled = true;
+  // The attributes are allocated only when the instruction has a structured attribute.
+  HloAttributes* attrs = nullptr;
+  auto A = [&]() -> HloAttributes& {
+    if (attrs == nullptr) attrs = &instruction->mutable_attrs();
+    return *attrs;
+  };
   const HloOpcode op = instruction->opcode();
   auto int_list = [&](std::optional<std::vector<int64_t>>* field) {
     std::vector<int64_t> v;
@@ -982,54 +1338,49 @@ absl::Status Parser::ParseAttribute(PendingComputation* pending, PendingInstruct
     return s;
   };
   auto dot = [&]() -> DotDimensionNumbers& {
+    HloAttributes& a = A();
     if (!a.dot_dimension_numbers) a.dot_dimension_numbers.emplace();
     return *a.dot_dimension_numbers;
   };
   auto gather = [&]() -> GatherDimensionNumbers& {
+    HloAttributes& a = A();
     if (!a.gather_dimension_numbers) a.gather_dimension_numbers.emplace();
     return *a.gather_dimension_numbers;
   };
   auto scatter = [&]() -> ScatterDimensionNumbers& {
+    HloAttributes& a = A();
     if (!a.scatter_dimension_numbers) a.scatter_dimension_numbers.emplace();
     return *a.scatter_dimension_numbers;
   };
   const bool is_gather = op == HloOpcode::kGather;
   const bool is_scatter = op == HloOpcode::kScatter;
 
-  if (name == "sharding") {
-    HloSharding sharding;
-    absl::Status s = ParseSharding(&sharding);
-    if (!s.ok()) return s;
-    // A tuple-shaped instruction with a non-tuple sharding: that sharding on every leaf.
-    instruction->set_sharding(std::move(sharding));
-    return absl::OkStatus();
-  }
-  if (name == "dimensions") return int_list(&a.dimensions);
+  if (name == "dimensions") return int_list(&A().dimensions);
   if (name == "slice") {
     std::vector<SliceDim> slice;
     absl::Status s = ParseSlice(&slice);
-    if (s.ok()) a.slice = std::move(slice);
+    if (s.ok()) A().slice = std::move(slice);
     return s;
   }
-  if (name == "dynamic_slice_sizes") return int_list(&a.dynamic_slice_sizes);
+  if (name == "dynamic_slice_sizes") return int_list(&A().dynamic_slice_sizes);
   if (name == "padding" && op == HloOpcode::kPad) {
     std::vector<PadDim> padding;
     absl::Status s = ParsePadding(&padding);
-    if (s.ok()) a.padding = std::move(padding);
+    if (s.ok()) A().padding = std::move(padding);
     return s;
   }
-  if (name == "iota_dimension") return one_int(&a.iota_dimension);
-  if (name == "index" && op == HloOpcode::kGetTupleElement) return one_int(&a.tuple_index);
+  if (name == "iota_dimension") return one_int(&A().iota_dimension);
+  if (name == "index" && op == HloOpcode::kGetTupleElement) return one_int(&A().tuple_index);
   if (name == "direction") {
     absl::string_view d = lex_.ConsumeIdentifier();
     std::optional<ComparisonDirection> dir = ComparisonDirectionFromName(d);
     if (!dir) return ErrorAt(start, absl::StrCat("unknown comparison direction '", d, "'"));
-    a.direction = *dir;
+    A().direction = *dir;
     return absl::OkStatus();
   }
   if (name == "type" && op == HloOpcode::kCompare) {
-    a.comparison_type = std::string(lex_.ConsumeIdentifier());
-    if (a.comparison_type->empty()) return Error("expected a comparison type");
+    A().comparison_type = std::string(lex_.ConsumeIdentifier());
+    if (A().comparison_type->empty()) return Error("expected a comparison type");
     return absl::OkStatus();
   }
   if (name == "lhs_batch_dims") return int_list_into(&dot().lhs_batch);
@@ -1039,17 +1390,17 @@ absl::Status Parser::ParseAttribute(PendingComputation* pending, PendingInstruct
   if (name == "window") {
     std::vector<WindowDim> window;
     absl::Status s = ParseWindow(&window);
-    if (s.ok()) a.window = std::move(window);
+    if (s.ok()) A().window = std::move(window);
     return s;
   }
   if (name == "dim_labels") {
     ConvolutionDimensionNumbers dnums;
     absl::Status s = ParseDimLabels(&dnums);
-    if (s.ok()) a.dim_labels = std::move(dnums);
+    if (s.ok()) A().dim_labels = std::move(dnums);
     return s;
   }
-  if (name == "feature_group_count") return one_int(&a.feature_group_count);
-  if (name == "batch_group_count") return one_int(&a.batch_group_count);
+  if (name == "feature_group_count") return one_int(&A().feature_group_count);
+  if (name == "batch_group_count") return one_int(&A().batch_group_count);
   if (is_gather && name == "offset_dims") return int_list_into(&gather().offset_dims);
   if (is_gather && name == "collapsed_slice_dims") {
     return int_list_into(&gather().collapsed_slice_dims);
@@ -1061,7 +1412,7 @@ absl::Status Parser::ParseAttribute(PendingComputation* pending, PendingInstruct
   if (is_gather && name == "start_indices_batching_dims") {
     return int_list_into(&gather().start_indices_batching_dims);
   }
-  if (is_gather && name == "slice_sizes") return int_list(&a.gather_slice_sizes);
+  if (is_gather && name == "slice_sizes") return int_list(&A().gather_slice_sizes);
   if ((is_gather || is_scatter) && name == "index_vector_dim") {
     int64_t v = 0;
     absl::Status s = ParseInt(&v, name);
@@ -1088,59 +1439,49 @@ absl::Status Parser::ParseAttribute(PendingComputation* pending, PendingInstruct
   if (is_scatter && name == "scatter_indices_batching_dims") {
     return int_list_into(&scatter().scatter_indices_batching_dims);
   }
-  if (name == "indices_are_sorted") return one_bool(&a.indices_are_sorted);
-  if (name == "unique_indices") return one_bool(&a.unique_indices);
-  if (name == "is_stable") return one_bool(&a.is_stable);
-  if (name == "channel_id") return one_int(&a.channel_id);
+  if (name == "indices_are_sorted") return one_bool(&A().indices_are_sorted);
+  if (name == "unique_indices") return one_bool(&A().unique_indices);
+  if (name == "is_stable") return one_bool(&A().is_stable);
+  if (name == "channel_id") return one_int(&A().channel_id);
   if (name == "replica_groups") {
     ReplicaGroups groups;
     absl::Status s = ParseReplicaGroups(&groups);
-    if (s.ok()) a.replica_groups = std::move(groups);
+    if (s.ok()) A().replica_groups = std::move(groups);
     return s;
   }
-  if (name == "use_global_device_ids") return one_bool(&a.use_global_device_ids);
-  if (name == "constrain_layout") return one_bool(&a.constrain_layout);
+  if (name == "use_global_device_ids") return one_bool(&A().use_global_device_ids);
+  if (name == "constrain_layout") return one_bool(&A().constrain_layout);
   if (name == "source_target_pairs") {
     SourceTargetPairs pairs;
     absl::Status s = ParseSourceTargetPairs(&pairs);
-    if (s.ok()) a.source_target_pairs = std::move(pairs);
+    if (s.ok()) A().source_target_pairs = std::move(pairs);
     return s;
   }
   if (name == "custom_call_target") {
     absl::StatusOr<std::string> target = lex_.ConsumeString();
     if (!target.ok()) return Error(target.status().message());
-    a.custom_call_target = *std::move(target);
+    A().custom_call_target = *std::move(target);
     return absl::OkStatus();
   }
   if (name == "kind" && op == HloOpcode::kFusion) {
-    a.fusion_kind = std::string(lex_.ConsumeIdentifier());
+    A().fusion_kind = std::string(lex_.ConsumeIdentifier());
     return absl::OkStatus();
   }
   if (name == "distribution" && op == HloOpcode::kRng) {
-    a.distribution = std::string(lex_.ConsumeIdentifier());
+    A().distribution = std::string(lex_.ConsumeIdentifier());
     return absl::OkStatus();
   }
-  if (name == "to_apply" || name == "condition" || name == "body" ||
-      name == "true_computation" || name == "false_computation" ||
-      (name == "calls" && op != HloOpcode::kCustomCall) ||
-      (op == HloOpcode::kSelectAndScatter && (name == "select" || name == "scatter"))) {
-    return ParseCalledComputations(instruction, name, /*is_list=*/false);
-  }
-  if (name == "branch_computations" || name == "called_computations" ||
-      (name == "calls" && op == HloOpcode::kCustomCall)) {
-    return ParseCalledComputations(instruction, name, /*is_list=*/true);
-  }
-  // Everything else is kept as text and printed back verbatim.
-  for (const RawAttribute& existing : instruction->raw_attributes()) {
-    if (existing.name == name) {
-      return ErrorAt(start, absl::StrCat("attribute '", name, "' appears twice"));
-    }
-  }
-  std::string text;
-  absl::Status s = ParseRaw(&text);
-  if (!s.ok()) return s;
-  instruction->mutable_raw_attributes().push_back({std::string(name), std::move(text)});
+  *handled = false;
   return absl::OkStatus();
+}
+
+void Parser::InternAttributes(HloInstruction* instruction) {
+  auto it = attrs_cache_.find(attrs_key_);
+  if (it != attrs_cache_.end()) {
+    instruction->set_shared_attrs(it->second);
+  } else {
+    attrs_cache_.emplace(attrs_key_, instruction->shared_attrs());
+  }
 }
 
 // ============================================================== instructions
@@ -1149,48 +1490,116 @@ std::string Parser::FreshName(absl::string_view base) {
   return absl::StrCat(base, ".", ++fresh_counter_);
 }
 
-absl::Status Parser::ParseOperands(PendingComputation* pending, PendingInstruction* pi,
+absl::Status Parser::ParseOperands(PendingComputation* pending, HloInstruction* user,
                                    int depth) {
   if (depth > kMaxNestingDepth) {
     return Error(absl::StrCat("operands nested deeper than ", kMaxNestingDepth, " levels"));
   }
-  if (lex_.TryConsume(')')) return absl::OkStatus();
-  do {
-    lex_.SkipSpace();
-    std::optional<Shape> written;
-    if (AtShapeStart()) {
-      Shape shape;
-      absl::Status status = ParseShape(&shape);
+  const size_t base = operand_stack_.size();
+  if (!lex_.TryConsume(')')) {
+    do {
+      SharedShape written;
+      absl::string_view written_key;
+      absl::Status status = ParseSharedShape(&written, &written_key, /*only_if_shape=*/true);
       if (!status.ok()) return status;
-      written = std::move(shape);
+      lex_.SkipSpace();
+      const size_t offset = lex_.pos();
+      absl::string_view name = lex_.ConsumeName();
+      if (name.empty()) {
+        if (lex_.AtEnd()) return Error("operand list is cut off: the input ends inside '(...)'");
+        return Error("expected an operand name");
+      }
+      const uint32_t index = static_cast<uint32_t>(operand_stack_.size() - base);
+      if (lex_.PeekRaw() == '(') {
+        if (std::optional<HloOpcode> opcode = StringToHloOpcode(name); opcode.has_value()) {
+          // A nested anonymous instruction: `add(f32[] x, f32[] negate(y))`.
+          lex_.TryConsume('(');
+          auto nested = std::make_unique<HloInstruction>(*opcode, FreshName(name), written);
+          nested->set_location(LocationOf(offset));
+          HloInstruction* nested_raw = pending->computation->AddInstruction(std::move(nested));
+          if (written == nullptr) missing_shapes_.push_back({nested_raw, offset});
+          const size_t nested_unresolved = unresolved_.size();
+          status = ParseOperands(pending, nested_raw, depth + 1);
+          if (!status.ok()) return status;
+          CompleteInstruction(pending, nested_raw, nested_unresolved);
+          // Referenced by its name, like any operand (the first instruction of that name).
+          operand_stack_.push_back(pending->computation->FindInstruction(nested_raw->name()));
+          continue;
+        }
+      }
+      HloInstruction* target = pending->computation->FindInstruction(name);
+      int32_t written_index = -1;
+      if (written != nullptr) {
+        written_index = static_cast<int32_t>(written_shapes_.size());
+        written_shapes_.push_back({user, index, offset, name, std::move(written)});
+      }
+      if (target == nullptr) {
+        unresolved_.push_back({user, name, offset, index, UINT32_MAX, written_index});
+      }
+      operand_stack_.push_back(target);
+    } while (lex_.TryConsume(','));
+    absl::Status status = Expect(')', "to close the operand list");
+    if (!status.ok()) return status;
+  }
+  user->set_operands(
+      std::vector<HloInstruction*>(operand_stack_.begin() + base, operand_stack_.end()));
+  operand_stack_.resize(base);
+  return absl::OkStatus();
+}
+
+void Parser::CompleteInstruction(PendingComputation* pending, HloInstruction* instruction,
+                                 size_t unresolved_begin) {
+  const uint32_t ordinal = pending->completed++;
+  for (size_t i = unresolved_begin; i < unresolved_.size(); ++i) {
+    if (unresolved_[i].user == instruction) unresolved_[i].ordinal = ordinal;
+  }
+  pending->last = instruction;
+}
+
+absl::Status Parser::ParseConstant(HloInstruction* instruction, const SharedShape& shape,
+                                   absl::string_view shape_key) {
+  // Constants of the same (cached) shape text and the same value text share one literal. The
+  // values run to the ')' that closes `constant(`; ParseLiteral reads nothing past it.
+  const absl::string_view text = lex_.text();
+  const size_t values_start = lex_.pos();
+  size_t close = absl::string_view::npos;
+  if (!shape_key.empty()) {
+    int depth = 1;
+    for (size_t p = values_start; p < text.size(); ++p) {
+      const char c = text[p];
+      if (c == '(') {
+        ++depth;
+      } else if (c == ')') {
+        if (--depth == 0) {
+          close = p;
+          break;
+        }
+      } else if (c == '\n' || c == '/' || c == '"' || c == '\'') {
+        break;
+      }
     }
-    lex_.SkipSpace();
-    const size_t offset = lex_.pos();
-    absl::string_view name = lex_.ConsumeName();
-    if (name.empty()) {
-      if (lex_.AtEnd()) return Error("operand list is cut off: the input ends inside '(...)'");
-      return Error("expected an operand name");
+  }
+  LiteralKey key;
+  if (close != absl::string_view::npos) {
+    key = {shape_key, text.substr(values_start, close - values_start)};
+    auto it = literal_cache_.find(key);
+    if (it != literal_cache_.end()) {
+      instruction->set_shared_literal(it->second);
+      lex_.set_pos(close);
+      return Expect(')', "to close constant(...)");
     }
-    if (lex_.PeekRaw() == '(' && StringToHloOpcode(name).has_value()) {
-      // A nested anonymous instruction: `add(f32[] x, f32[] negate(y))`.
-      const HloOpcode opcode = *StringToHloOpcode(name);
-      lex_.TryConsume('(');
-      auto nested = std::make_unique<HloInstruction>(opcode, FreshName(name),
-                                                     written.value_or(Shape()));
-      nested->set_location(LocationOf(offset));
-      PendingInstruction nested_pending;
-      nested_pending.instruction = pending->computation->AddInstruction(std::move(nested));
-      nested_pending.has_shape = written.has_value();
-      nested_pending.offset = offset;
-      absl::Status status = ParseOperands(pending, &nested_pending, depth + 1);
-      if (!status.ok()) return status;
-      pi->operands.push_back({nested_pending.instruction->name(), offset, std::nullopt});
-      pending->instructions.push_back(std::move(nested_pending));
-      continue;
-    }
-    pi->operands.push_back({std::string(name), offset, std::move(written)});
-  } while (lex_.TryConsume(','));
-  return Expect(')', "to close the operand list");
+  }
+  Literal literal;
+  absl::Status status = ParseLiteral(*shape, &literal);
+  if (!status.ok()) return status;
+  auto shared = std::make_shared<const std::optional<Literal>>(std::move(literal));
+  instruction->set_shared_literal(shared);
+  status = Expect(')', "to close constant(...)");
+  if (!status.ok()) return status;
+  if (close != absl::string_view::npos && lex_.pos() == close + 1) {
+    literal_cache_.emplace(key, std::move(shared));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status Parser::ParseInstruction(PendingComputation* pending) {
@@ -1204,13 +1613,10 @@ absl::Status Parser::ParseInstruction(PendingComputation* pending) {
   if (!lex_.TryConsume('=')) {
     return Error(absl::StrCat("expected '=' after the instruction name '", name, "'"));
   }
-  std::optional<Shape> shape;
-  if (AtShapeStart()) {
-    Shape s;
-    absl::Status status = ParseShape(&s);
-    if (!status.ok()) return status;
-    shape = std::move(s);
-  }
+  SharedShape shape;
+  absl::string_view shape_key;
+  absl::Status status = ParseSharedShape(&shape, &shape_key, /*only_if_shape=*/true);
+  if (!status.ok()) return status;
   lex_.SkipSpace();
   const size_t opcode_offset = lex_.pos();
   absl::string_view opcode_text = lex_.ConsumeIdentifier();
@@ -1227,15 +1633,12 @@ absl::Status Parser::ParseInstruction(PendingComputation* pending) {
                    absl::StrCat("instruction '", name, "' is defined twice in computation '",
                                 pending->computation->name(), "'"));
   }
-  auto instruction = std::make_unique<HloInstruction>(*opcode, std::string(name),
-                                                      shape.value_or(Shape()));
+  auto instruction = std::make_unique<HloInstruction>(*opcode, std::string(name), shape);
   instruction->set_location(LocationOf(start));
-  PendingInstruction pi;
-  pi.instruction = instruction.get();
-  pi.has_shape = shape.has_value();
-  pi.offset = start;
   HloInstruction* raw = pending->computation->AddInstruction(std::move(instruction));
-  absl::Status status = Expect('(', absl::StrCat("after the opcode '", opcode_text, "'"));
+  if (shape == nullptr) missing_shapes_.push_back({raw, start});
+  const size_t unresolved_begin = unresolved_.size();
+  status = ExpectLazy('(', [&] { return absl::StrCat("after the opcode '", opcode_text, "'"); });
   if (!status.ok()) return status;
   if (*opcode == HloOpcode::kParameter) {
     int64_t number = 0;
@@ -1246,23 +1649,21 @@ absl::Status Parser::ParseInstruction(PendingComputation* pending) {
     status = Expect(')', "to close parameter(N)");
     if (!status.ok()) return status;
   } else if (*opcode == HloOpcode::kConstant) {
-    if (!shape.has_value()) {
+    if (shape == nullptr) {
       return ErrorAt(opcode_offset, "a constant needs its shape written before 'constant'");
     }
-    Literal literal;
-    status = ParseLiteral(*shape, &literal);
-    if (!status.ok()) return status;
-    raw->set_literal(std::move(literal));
-    status = Expect(')', "to close constant(...)");
+    status = ParseConstant(raw, shape, shape_key);
     if (!status.ok()) return status;
   } else {
-    status = ParseOperands(pending, &pi, 0);
+    status = ParseOperands(pending, raw, 0);
     if (!status.ok()) return status;
   }
+  attrs_key_.clear();
   while (lex_.TryConsume(',')) {
-    status = ParseAttribute(pending, &pi);
+    status = ParseAttribute(raw);
     if (!status.ok()) return status;
   }
+  if (!attrs_key_.empty()) InternAttributes(raw);
   if (is_root) {
     if (pending->root != nullptr) {
       return ErrorAt(start, absl::StrCat("computation '", pending->computation->name(),
@@ -1270,7 +1671,7 @@ absl::Status Parser::ParseInstruction(PendingComputation* pending) {
     }
     pending->root = raw;
   }
-  pending->instructions.push_back(std::move(pi));
+  CompleteInstruction(pending, raw, unresolved_begin);
   return absl::OkStatus();
 }
 
@@ -1298,26 +1699,52 @@ void Parser::SkipToNextStatement() {
 absl::Status Parser::ParseInstructionList(PendingComputation* pending, bool until_brace) {
   while (true) {
     if (until_brace) {
-      if (lex_.TryConsume('}')) return absl::OkStatus();
+      if (lex_.TryConsume('}')) break;
       if (lex_.AtEnd()) {
         return ErrorAt(pending->offset,
                        absl::StrCat("computation '", pending->computation->name(),
                                     "' is cut off: no closing '}'"));
       }
     } else if (lex_.AtEnd()) {
-      return absl::OkStatus();
+      break;
     }
     const size_t start = lex_.pos();
     const int64_t instructions_before = pending->computation->instruction_count();
-    const size_t pending_before = pending->instructions.size();
-    HloInstruction* root_before = pending->root;
+    const PendingComputation pending_before = *pending;
+    const size_t unresolved_before = unresolved_.size();
+    const size_t written_before = written_shapes_.size();
+    const size_t missing_before = missing_shapes_.size();
+    const size_t calls_before = pending_calls_.size();
+    const size_t operands_before = operand_stack_.size();
     absl::Status status = ParseInstruction(pending);
     if (status.ok()) continue;
     if (!options_.fragment) return status;
-    // Fragment mode: report the statement as cut off or malformed, undo it and go on.
-    pending->computation->TruncateInstructions(instructions_before);
-    pending->instructions.resize(pending_before);
-    pending->root = root_before;
+    // Fragment mode: report the statement as cut off or malformed, undo it and go on. What was
+    // recorded for the dropped instructions goes too (inline bodies it held stay, as before).
+    HloComputation* computation = pending->computation;
+    auto dropped = [&](const HloInstruction* instruction) {
+      return instruction->parent() == computation &&
+             instruction->index_in_parent() >= instructions_before;
+    };
+    unresolved_.erase(std::remove_if(unresolved_.begin() + unresolved_before, unresolved_.end(),
+                                     [&](const UnresolvedOperand& u) { return dropped(u.user); }),
+                      unresolved_.end());
+    written_shapes_.erase(
+        std::remove_if(written_shapes_.begin() + written_before, written_shapes_.end(),
+                       [&](const WrittenOperandShape& w) { return dropped(w.user); }),
+        written_shapes_.end());
+    missing_shapes_.erase(
+        std::remove_if(missing_shapes_.begin() + missing_before, missing_shapes_.end(),
+                       [&](const MissingShape& m) { return dropped(m.instruction); }),
+        missing_shapes_.end());
+    for (size_t i = calls_before; i < pending_calls_.size(); ++i) {
+      if (pending_calls_[i].instruction != nullptr && dropped(pending_calls_[i].instruction)) {
+        pending_calls_[i].instruction = nullptr;
+      }
+    }
+    operand_stack_.resize(operands_before);
+    computation->TruncateInstructions(instructions_before);
+    *pending = pending_before;
     const int64_t first = source_.LineOf(start);
     lex_.set_pos(start);
     SkipToNextStatement();
@@ -1331,6 +1758,31 @@ absl::Status Parser::ParseInstructionList(PendingComputation* pending, bool unti
         start, absl::StrCat("statement on lines ", first, "-", last,
                             " is cut off or malformed and was skipped (", reason, ")")));
   }
+  // The root: the written ROOT, else the last statement's instruction.
+  if (pending->root != nullptr) {
+    pending->computation->set_root(pending->root);
+  } else if (pending->last != nullptr) {
+    pending->computation->set_root(pending->last);
+  }
+  return absl::OkStatus();
+}
+
+void Parser::AbandonComputation(HloComputation* computation) {
+  // An inline body that could not be read completely is kept in the module as it stood, but
+  // nothing of it is resolved later: its instructions keep no operands.
+  for (const auto& instruction : computation->instructions()) instruction->set_operands({});
+  auto in = [&](const HloInstruction* instruction) {
+    return instruction->parent() == computation;
+  };
+  unresolved_.erase(std::remove_if(unresolved_.begin(), unresolved_.end(),
+                                   [&](const UnresolvedOperand& u) { return in(u.user); }),
+                    unresolved_.end());
+  written_shapes_.erase(std::remove_if(written_shapes_.begin(), written_shapes_.end(),
+                                       [&](const WrittenOperandShape& w) { return in(w.user); }),
+                        written_shapes_.end());
+  missing_shapes_.erase(std::remove_if(missing_shapes_.begin(), missing_shapes_.end(),
+                                       [&](const MissingShape& m) { return in(m.instruction); }),
+                        missing_shapes_.end());
 }
 
 absl::Status Parser::ParseHeader() {
@@ -1414,12 +1866,14 @@ absl::Status Parser::ParseComputation() {
     if (p >= text.size()) return ErrorAt(lex_.pos(), "computation signature is not closed");
     lex_.set_pos(p + 1);
     if (lex_.TryConsume("->")) {
-      Shape ignored;
-      absl::Status status = ParseShape(&ignored);
+      SharedShape ignored;
+      absl::string_view key;
+      absl::Status status = ParseSharedShape(&ignored, &key, /*only_if_shape=*/false);
       if (!status.ok()) return status;
     }
   }
-  absl::Status status = Expect('{', absl::StrCat("to open computation '", name, "'"));
+  absl::Status status =
+      ExpectLazy('{', [&] { return absl::StrCat("to open computation '", name, "'"); });
   if (!status.ok()) return status;
   PendingComputation pending;
   pending.computation = module_->AddComputation(std::make_unique<HloComputation>(std::string(name)));
@@ -1440,31 +1894,37 @@ absl::Status Parser::ParseComputation() {
     if (!thread.ok()) return Error(thread.status().message());
     pending.computation->set_execution_thread(*thread);
   }
-  computations_.push_back(std::move(pending));
+  computations_.push_back({pending.computation, pending.offset});
   return absl::OkStatus();
 }
 
 absl::Status Parser::ResolveCalls() {
   absl::flat_hash_set<std::string> reported;
-  for (PendingCall& call : pending_calls_) {
-    CalledComputations& called = call.instruction->mutable_called()[call.called_index];
-    for (const auto& [name, offset] : call.names) {
+  for (const PendingCall& call : pending_calls_) {
+    CalledComputations* called = nullptr;
+    if (call.instruction != nullptr) {
+      called = &call.instruction->mutable_called()[call.called_index];
+      called->computations.reserve(call.names_end - call.names_begin);
+    }
+    for (size_t i = call.names_begin; i < call.names_end; ++i) {
+      const absl::string_view name = call_names_[i].name;
+      const size_t offset = call_names_[i].offset;
       HloComputation* computation = module_->FindComputation(name);
       if (computation == nullptr) {
         if (!options_.fragment) {
           return ErrorAt(offset, absl::StrCat("unknown computation '", name, "'"));
         }
-        auto opaque = std::make_unique<HloComputation>(name);
+        auto opaque = std::make_unique<HloComputation>(std::string(name));
         opaque->set_opaque(true);
         opaque->set_location(LocationOf(offset));
         computation = module_->AddComputation(std::move(opaque));
       }
-      if (computation->is_opaque() && reported.insert(name).second) {
+      if (computation->is_opaque() && reported.insert(std::string(name)).second) {
         warnings_.push_back(Warning(
             offset, absl::StrCat("computation '", name,
                                  "' is not in the paste; it is kept as an opaque reference")));
       }
-      called.computations.push_back(computation);
+      if (called != nullptr) called->computations.push_back(computation);
     }
   }
   return absl::OkStatus();
@@ -1563,52 +2023,59 @@ std::optional<Shape> Parser::InferUndefinedOperandShape(const HloInstruction& us
   return std::nullopt;
 }
 
-absl::Status Parser::AddFragmentParameters(PendingComputation* pending) {
-  HloComputation* computation = pending->computation;
+absl::Status Parser::AddFragmentParameters(HloComputation* computation,
+                                           const std::vector<size_t>& unresolved) {
   int64_t next_parameter = 0;
   for (HloInstruction* p : computation->parameters()) {
     if (p != nullptr) next_parameter = std::max(next_parameter, p->parameter_number() + 1);
   }
-  // Undefined names in order of first use.
-  struct Use {
-    PendingInstruction* user;
-    int64_t index;
-    const PendingOperand* operand;
-  };
-  std::vector<std::string> order;
-  absl::flat_hash_map<std::string, std::vector<Use>> uses;
-  for (PendingInstruction& pi : pending->instructions) {
-    for (size_t i = 0; i < pi.operands.size(); ++i) {
-      const PendingOperand& operand = pi.operands[i];
-      if (computation->FindInstruction(operand.name) != nullptr) continue;
-      auto [it, inserted] = uses.try_emplace(operand.name);
-      if (inserted) order.push_back(operand.name);
-      it->second.push_back({&pi, static_cast<int64_t>(i), &operand});
+  // The name an operand was written with (resolved operands carry it as their own name).
+  auto operand_target = [&](const HloInstruction* user, int64_t index) -> HloInstruction* {
+    if (const HloInstruction* operand = user->operand(index); operand != nullptr) {
+      return computation->FindInstruction(operand->name());
     }
+    for (size_t i : unresolved) {
+      const UnresolvedOperand& u = unresolved_[i];
+      if (u.user == user && u.operand_index == index) {
+        return computation->FindInstruction(u.name);
+      }
+    }
+    return nullptr;
+  };
+  // Undefined names in order of first use.
+  std::vector<std::string> order;
+  absl::flat_hash_map<std::string, std::vector<const UnresolvedOperand*>> uses;
+  for (size_t i : unresolved) {
+    const UnresolvedOperand& operand = unresolved_[i];
+    if (computation->FindInstruction(operand.name) != nullptr) continue;
+    auto [it, inserted] = uses.try_emplace(std::string(operand.name));
+    if (inserted) order.push_back(std::string(operand.name));
+    it->second.push_back(&operand);
   }
   for (const std::string& name : order) {
-    const std::vector<Use>& list = uses[name];
+    const std::vector<const UnresolvedOperand*>& list = uses[name];
     std::optional<Shape> shape;
     std::string note;
     std::string source;
-    for (const Use& use : list) {
-      if (use.operand->written_shape.has_value()) {
-        shape = use.operand->written_shape;
+    for (const UnresolvedOperand* use : list) {
+      if (use->written >= 0) {
+        shape = *written_shapes_[use->written].shape;
         source = "written inline";
         break;
       }
     }
-    for (const Use& use : list) {
+    for (const UnresolvedOperand* use : list) {
       if (shape.has_value()) break;
-      const HloInstruction& user = *use.user->instruction;
-      const int64_t operand_count = static_cast<int64_t>(use.user->operands.size());
-      shape = InferUndefinedOperandShape(user, operand_count, use.index, &note);
+      const HloInstruction& user = *use->user;
+      const int64_t operand_count = user.operand_count();
+      const int64_t use_index = use->operand_index;
+      shape = InferUndefinedOperandShape(user, operand_count, use_index, &note);
       // Scatter indices: updates scatter dims (+ index vector dim when inside the rank).
       if (!shape && user.opcode() == HloOpcode::kScatter && user.attrs().scatter_dimension_numbers) {
         const int64_t n = (operand_count - 1) / 2;
         const ScatterDimensionNumbers& d = *user.attrs().scatter_dimension_numbers;
-        if (use.index == n && operand_count > n + 1) {
-          HloInstruction* updates = computation->FindInstruction(use.user->operands[n + 1].name);
+        if (use_index == n && operand_count > n + 1) {
+          HloInstruction* updates = operand_target(&user, n + 1);
           if (updates != nullptr && updates->shape().IsArray()) {
             std::vector<int64_t> dims;
             for (int64_t k = 0; k < updates->shape().rank(); ++k) {
@@ -1633,21 +2100,21 @@ absl::Status Parser::AddFragmentParameters(PendingComputation* pending) {
       }
       if (shape.has_value()) source = absl::StrCat("inferred from ", user.name());
     }
-    const Use& first = list.front();
+    const UnresolvedOperand& first = *list.front();
     if (!shape.has_value()) {
-      return ErrorAt(first.operand->offset,
+      return ErrorAt(first.offset,
                      absl::StrCat("'", name, "' is not defined in the paste and its shape cannot "
-                                  "be inferred from '", first.user->instruction->name(),
+                                  "be inferred from '", first.user->name(),
                                   "'; paste its definition or write its shape before it, e.g. "
                                   "'f32[8] ", name, "'"));
     }
     auto parameter =
         std::make_unique<HloInstruction>(HloOpcode::kParameter, name, *shape);
     parameter->set_parameter_number(next_parameter);
-    parameter->set_location(LocationOf(first.operand->offset));
+    parameter->set_location(LocationOf(first.offset));
     computation->AddInstruction(std::move(parameter));
     warnings_.push_back(Warning(
-        first.operand->offset,
+        first.offset,
         absl::StrCat("'", name, "' is not defined in the paste; it becomes parameter(",
                      next_parameter, ") with shape ",
                      shape->IsTuple() && shape->tuple_size() > 5
@@ -1660,73 +2127,81 @@ absl::Status Parser::AddFragmentParameters(PendingComputation* pending) {
   return absl::OkStatus();
 }
 
-absl::Status Parser::ResolveComputation(PendingComputation* pending) {
-  HloComputation* computation = pending->computation;
+absl::Status Parser::ResolveComputation(const ParsedComputation& parsed,
+                                        std::vector<size_t>* unresolved) {
+  HloComputation* computation = parsed.computation;
+  // In the order the instructions were completed, each one's operands in order.
+  std::stable_sort(unresolved->begin(), unresolved->end(), [&](size_t a, size_t b) {
+    return unresolved_[a].ordinal < unresolved_[b].ordinal;
+  });
   if (options_.fragment) {
-    absl::Status status = AddFragmentParameters(pending);
+    absl::Status status = AddFragmentParameters(computation, *unresolved);
     if (!status.ok()) return status;
   }
-  for (PendingInstruction& pi : pending->instructions) {
-    for (const PendingOperand& operand : pi.operands) {
-      HloInstruction* target = computation->FindInstruction(operand.name);
-      if (target == nullptr) {
-        return ErrorAt(operand.offset,
-                       absl::StrCat("use of undefined instruction '", operand.name,
-                                    "' in computation '", computation->name(), "'"));
-      }
-      pi.instruction->AppendOperand(target);
+  for (size_t i : *unresolved) {
+    const UnresolvedOperand& operand = unresolved_[i];
+    HloInstruction* target = computation->FindInstruction(operand.name);
+    if (target == nullptr) {
+      return ErrorAt(operand.offset,
+                     absl::StrCat("use of undefined instruction '", operand.name,
+                                  "' in computation '", computation->name(), "'"));
     }
+    operand.user->ReplaceOperand(operand.operand_index, target);
   }
   if (computation->instruction_count() == 0) {
-    return ErrorAt(pending->offset,
+    return ErrorAt(parsed.offset,
                    absl::StrCat("computation '", computation->name(), "' has no instructions"));
   }
-  if (pending->root != nullptr) {
-    computation->set_root(pending->root);
-  } else if (!pending->instructions.empty()) {
-    computation->set_root(pending->instructions.back().instruction);
-  } else {
+  // The root was set when the computation was read (written ROOT, else the last statement).
+  if (computation->root() == nullptr) {
     computation->set_root(computation->instructions().back().get());
   }
   return absl::OkStatus();
 }
 
-absl::Status Parser::InferMissingShapes(PendingComputation* pending) {
-  absl::flat_hash_map<const HloInstruction*, const PendingInstruction*> by_instruction;
-  for (const PendingInstruction& pi : pending->instructions) by_instruction[pi.instruction] = &pi;
-  std::vector<HloInstruction*> order = pending->computation->PostOrder();
+absl::Status Parser::InferMissingShapes(const ParsedComputation& parsed,
+                                        const std::vector<size_t>& missing,
+                                        const std::vector<size_t>& written) {
+  HloComputation* computation = parsed.computation;
+  std::vector<HloInstruction*> order = computation->PostOrder();
   if (order.empty()) {
-    return ErrorAt(pending->offset, absl::StrCat("computation '", pending->computation->name(),
-                                                 "' has a cycle: an instruction depends on "
-                                                 "itself"));
+    return ErrorAt(parsed.offset, absl::StrCat("computation '", computation->name(),
+                                               "' has a cycle: an instruction depends on "
+                                               "itself"));
   }
+  if (missing.empty() && written.empty()) return absl::OkStatus();
+  absl::flat_hash_map<const HloInstruction*, size_t> missing_offset;
+  for (size_t i : missing) {
+    missing_offset.emplace(missing_shapes_[i].instruction, missing_shapes_[i].offset);
+  }
+  absl::flat_hash_map<const HloInstruction*, std::vector<size_t>> written_of;
+  for (size_t i : written) written_of[written_shapes_[i].user].push_back(i);
   for (HloInstruction* instruction : order) {
-    auto it = by_instruction.find(instruction);
-    if (it == by_instruction.end()) continue;
-    const PendingInstruction& pi = *it->second;
-    if (!pi.has_shape) {
+    if (auto it = missing_offset.find(instruction); it != missing_offset.end()) {
+      const size_t offset = it->second;
       absl::StatusOr<Shape> shape =
           InferShape(*instruction, module_->has_num_partitions() ? module_->num_partitions() : 0,
                      module_->has_replica_count() ? module_->replica_count() : 0);
       if (!shape.ok()) {
         if (absl::IsUnimplemented(shape.status())) {
-          return ErrorAt(pi.offset, absl::StrCat("cannot infer the shape of '",
-                                                 instruction->name(), "' (",
-                                                 HloOpcodeString(instruction->opcode()),
-                                                 "); write it before the opcode"));
+          return ErrorAt(offset, absl::StrCat("cannot infer the shape of '",
+                                              instruction->name(), "' (",
+                                              HloOpcodeString(instruction->opcode()),
+                                              "); write it before the opcode"));
         }
-        return ErrorAt(pi.offset, shape.status().message());
+        return ErrorAt(offset, shape.status().message());
       }
       instruction->set_shape(*std::move(shape));
     }
-    for (size_t i = 0; i < pi.operands.size(); ++i) {
-      const PendingOperand& operand = pi.operands[i];
-      if (!operand.written_shape.has_value()) continue;
-      const Shape& defined = instruction->operand(i)->shape();
-      if (defined.IsValid() && !defined.Compatible(*operand.written_shape)) {
+    auto it = written_of.find(instruction);
+    if (it == written_of.end()) continue;
+    for (size_t i : it->second) {
+      const WrittenOperandShape& operand = written_shapes_[i];
+      const Shape& defined = instruction->operand(operand.operand_index)->shape();
+      if (defined.IsValid() && !defined.Compatible(*operand.shape)) {
         return ErrorAt(operand.offset,
                        absl::StrCat("operand '", operand.name, "' is written as ",
-                                    operand.written_shape->ToString(false),
+                                    operand.shape->ToString(false),
                                     " but it is defined as ", defined.ToString(false)));
       }
     }
@@ -1752,11 +2227,11 @@ absl::StatusOr<ParsedModule> Parser::ParseModule() {
     entry_ = pending.computation;
     status = ParseInstructionList(&pending, /*until_brace=*/false);
     if (!status.ok()) return status;
-    if (pending.instructions.empty()) {
+    if (pending.completed == 0) {
       return absl::InvalidArgumentError(absl::StrCat(
           source_.path(), ":1:1: error: the fragment holds no complete statement"));
     }
-    computations_.push_back(std::move(pending));
+    computations_.push_back({pending.computation, pending.offset});
   } else {
     status = ParseHeader();
     if (!status.ok()) return status;
@@ -1784,10 +2259,32 @@ absl::StatusOr<ParsedModule> Parser::ParseModule() {
   }
   status = ResolveCalls();
   if (!status.ok()) return status;
-  for (PendingComputation& pending : computations_) {
-    status = ResolveComputation(&pending);
+  // The rare per-instruction records, by computation.
+  struct Records {
+    std::vector<size_t> unresolved;
+    std::vector<size_t> missing;
+    std::vector<size_t> written;
+  };
+  absl::flat_hash_map<const HloComputation*, Records> records;
+  for (size_t i = 0; i < unresolved_.size(); ++i) {
+    records[unresolved_[i].user->parent()].unresolved.push_back(i);
+  }
+  for (size_t i = 0; i < missing_shapes_.size(); ++i) {
+    records[missing_shapes_[i].instruction->parent()].missing.push_back(i);
+  }
+  for (size_t i = 0; i < written_shapes_.size(); ++i) {
+    records[written_shapes_[i].user->parent()].written.push_back(i);
+  }
+  Records none;
+  for (const ParsedComputation& parsed : computations_) {
+    Records* r = &none;
+    if (!records.empty()) {
+      auto it = records.find(parsed.computation);
+      if (it != records.end()) r = &it->second;
+    }
+    status = ResolveComputation(parsed, &r->unresolved);
     if (!status.ok()) return status;
-    status = InferMissingShapes(&pending);
+    status = InferMissingShapes(parsed, r->missing, r->written);
     if (!status.ok()) return status;
   }
   module_->set_entry(entry_ != nullptr ? entry_ : computations_.back().computation);

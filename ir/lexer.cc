@@ -9,12 +9,7 @@
 
 namespace spmdcheck {
 
-bool IsNameStart(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
-bool IsNameChar(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
-}
-
-void Lexer::SkipSpace() {
+void Lexer::SkipSpaceSlow() {
   while (pos_ < text_.size()) {
     const char c = text_[pos_];
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
@@ -34,26 +29,6 @@ void Lexer::SkipSpace() {
       break;
     }
   }
-}
-
-bool Lexer::AtEnd() {
-  SkipSpace();
-  return pos_ >= text_.size();
-}
-
-char Lexer::Peek() {
-  SkipSpace();
-  return pos_ < text_.size() ? text_[pos_] : '\0';
-}
-
-char Lexer::PeekRaw(size_t offset) const {
-  return pos_ + offset < text_.size() ? text_[pos_ + offset] : '\0';
-}
-
-bool Lexer::TryConsume(char c) {
-  if (Peek() != c) return false;
-  ++pos_;
-  return true;
 }
 
 bool Lexer::TryConsume(absl::string_view s) {

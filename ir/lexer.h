@@ -22,14 +22,33 @@ class Lexer {
   void set_pos(size_t pos) { pos_ = pos; }
 
   // Skips whitespace and comments. An unterminated `/*` moves to the end and is remembered.
-  void SkipSpace();
+  void SkipSpace() {
+    // Fast path: already at a significant character (anything above ' ' but '/').
+    if (pos_ < text_.size()) {
+      const char c = text_[pos_];
+      if (static_cast<unsigned char>(c) > ' ' && c != '/') return;
+    }
+    SkipSpaceSlow();
+  }
   size_t unterminated_comment() const { return unterminated_comment_; }
-  bool AtEnd();
+  bool AtEnd() {
+    SkipSpace();
+    return pos_ >= text_.size();
+  }
   // Next significant character (after SkipSpace), or '\0' at the end.
-  char Peek();
+  char Peek() {
+    SkipSpace();
+    return pos_ < text_.size() ? text_[pos_] : '\0';
+  }
   // Character at pos()+offset without skipping anything, or '\0'.
-  char PeekRaw(size_t offset = 0) const;
-  bool TryConsume(char c);
+  char PeekRaw(size_t offset = 0) const {
+    return pos_ + offset < text_.size() ? text_[pos_ + offset] : '\0';
+  }
+  bool TryConsume(char c) {
+    if (Peek() != c) return false;
+    ++pos_;
+    return true;
+  }
   // Consumes `s` if the text continues with it (after SkipSpace).
   bool TryConsume(absl::string_view s);
   // Consumes `word` only when it is a whole identifier.
@@ -53,13 +72,34 @@ class Lexer {
   absl::StatusOr<absl::string_view> ScanBalancedValue(int max_depth);
 
  private:
+  void SkipSpaceSlow();
+
   absl::string_view text_;
   size_t pos_ = 0;
   size_t unterminated_comment_ = std::string::npos;
 };
 
-bool IsNameStart(char c);
-bool IsNameChar(char c);
+namespace lexer_internal {
+// Bit 0: name start ([A-Za-z_]); bit 1: name character ([A-Za-z0-9_.-]).
+inline constexpr struct CharClasses {
+  unsigned char bits[256] = {};
+  constexpr CharClasses() {
+    for (int c = 'a'; c <= 'z'; ++c) bits[c] = 3;
+    for (int c = 'A'; c <= 'Z'; ++c) bits[c] = 3;
+    for (int c = '0'; c <= '9'; ++c) bits[c] = 2;
+    bits[static_cast<unsigned char>('_')] = 3;
+    bits[static_cast<unsigned char>('.')] = 2;
+    bits[static_cast<unsigned char>('-')] = 2;
+  }
+} kCharClasses;
+}  // namespace lexer_internal
+
+inline bool IsNameStart(char c) {
+  return (lexer_internal::kCharClasses.bits[static_cast<unsigned char>(c)] & 1) != 0;
+}
+inline bool IsNameChar(char c) {
+  return (lexer_internal::kCharClasses.bits[static_cast<unsigned char>(c)] & 2) != 0;
+}
 
 }  // namespace spmdcheck
 

@@ -1,22 +1,34 @@
 #include "ir/source_text.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
 namespace spmdcheck {
 
 SourceText::SourceText(std::string path, absl::string_view text)
-    : path_(path.empty() ? "<input>" : std::move(path)), text_(text) {
-  line_starts_.push_back(0);
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (text[i] == '\n') line_starts_.push_back(i + 1);
+    : path_(path.empty() ? "<input>" : std::move(path)), text_(text) {}
+
+const std::vector<size_t>& SourceText::LineStarts() const {
+  if (line_starts_.empty()) {
+    line_starts_.push_back(0);
+    const char* const begin = text_.data();
+    const char* const end = begin + text_.size();
+    for (const char* p = begin; p < end;) {
+      const void* nl = std::memchr(p, '\n', static_cast<size_t>(end - p));
+      if (nl == nullptr) break;
+      p = static_cast<const char*>(nl) + 1;
+      line_starts_.push_back(static_cast<size_t>(p - begin));
+    }
   }
+  return line_starts_;
 }
 
 int64_t SourceText::LineOf(size_t offset) const {
-  auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
-  return static_cast<int64_t>(it - line_starts_.begin());
+  const std::vector<size_t>& starts = LineStarts();
+  auto it = std::upper_bound(starts.begin(), starts.end(), offset);
+  return static_cast<int64_t>(it - starts.begin());
 }
 
 int64_t SourceText::ColumnOf(size_t offset) const {
@@ -25,9 +37,17 @@ int64_t SourceText::ColumnOf(size_t offset) const {
 }
 
 absl::string_view SourceText::Line(int64_t line) const {
-  if (line < 1 || line > static_cast<int64_t>(line_starts_.size())) return {};
-  const size_t start = line_starts_[line - 1];
-  size_t end = line < static_cast<int64_t>(line_starts_.size()) ? line_starts_[line] - 1
+  if (line == 1 && line_starts_.empty()) {
+    // The first line without building the index (the parser reads it for `// num_devices=`).
+    size_t end = text_.find('\n');
+    if (end == absl::string_view::npos) end = text_.size();
+    if (end > 0 && text_[end - 1] == '\r') --end;
+    return text_.substr(0, end);
+  }
+  const std::vector<size_t>& starts = LineStarts();
+  if (line < 1 || line > static_cast<int64_t>(starts.size())) return {};
+  const size_t start = starts[line - 1];
+  size_t end = line < static_cast<int64_t>(starts.size()) ? starts[line] - 1
                                                                  : text_.size();
   if (end > start && text_[end - 1] == '\r') --end;
   return text_.substr(start, end - start);

@@ -1,5 +1,6 @@
 // SourceText: a file's text with line lookup, for messages of the form
-// `FILE:LINE:COL: error: MESSAGE` followed by the offending line and a caret.
+// `FILE:LINE:COL: error: MESSAGE` followed by the offending line and a caret. The line index is
+// built on the first lookup.
 #ifndef SPMDCHECK_IR_SOURCE_TEXT_H_
 #define SPMDCHECK_IR_SOURCE_TEXT_H_
 
@@ -31,9 +32,12 @@ class SourceText {
   std::string FormatErrorAt(int64_t line, int64_t column, absl::string_view message) const;
 
  private:
+  // Builds line_starts_ on first use (a successful parse never needs it). Not thread-safe.
+  const std::vector<size_t>& LineStarts() const;
+
   std::string path_;
   absl::string_view text_;
-  std::vector<size_t> line_starts_;
+  mutable std::vector<size_t> line_starts_;  // Empty until LineStarts().
 };
 
 }  // namespace spmdcheck

@@ -52,6 +52,8 @@ int BadInput(std::ostream& err, absl::string_view command, absl::string_view mes
 int RunParse(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunFmt(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunSharding(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunRun(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunEquiv(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace spmdcheck::cli
 

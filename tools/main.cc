@@ -13,6 +13,8 @@ commands:
   parse FILE|DIR...     parse and verify HLO modules (--fragment for pasted statements)
   fmt FILE              print a module as canonical HLO text
   sharding expand|canon|show|groups S   inspect a sharding
+  run FILE              run a module on seeded inputs (one line per device)
+  equiv GLOBAL PART     check a partitioned program against the global one
 
 exit codes: 0 holds/success, 1 fails (finding printed), 2 bad input or usage, 3 unknown
 Run `spmdcheck <command> --help` for the flags of a command.
@@ -31,6 +33,8 @@ int main(int argc, char** argv) {
   if (command == "parse") return spmdcheck::cli::RunParse(args, std::cout, std::cerr);
   if (command == "fmt") return spmdcheck::cli::RunFmt(args, std::cout, std::cerr);
   if (command == "sharding") return spmdcheck::cli::RunSharding(args, std::cout, std::cerr);
+  if (command == "run") return spmdcheck::cli::RunRun(args, std::cout, std::cerr);
+  if (command == "equiv") return spmdcheck::cli::RunEquiv(args, std::cout, std::cerr);
   std::cerr << "spmdcheck: error: unknown command '" << command << "'\n" << kUsage;
   return spmdcheck::cli::kExitBadInput;
 }

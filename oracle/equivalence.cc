@@ -1,0 +1,384 @@
+#include "oracle/equivalence.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/hlo_parser.h"
+#include "ir/tile_assignment.h"
+#include "oracle/engine.h"
+#include "oracle/inputs.h"
+#include "oracle/kernel_util.h"
+
+namespace spmdcheck::oracle {
+namespace {
+
+const HloSharding kReplicated = HloSharding::Replicate();
+
+const HloSharding& ShardingOr(const HloInstruction* a, const HloInstruction* b) {
+  if (a != nullptr && a->sharding().has_value()) return *a->sharding();
+  if (b != nullptr && b->sharding().has_value()) return *b->sharding();
+  return kReplicated;
+}
+
+bool HasDeviceDependentOps(const HloModule& module) {
+  for (const auto& computation : module.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      if (IsCollective(instruction->opcode()) || IsDeviceDependent(instruction->opcode())) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool SameSignature(const HloModule& a, const HloModule& b) {
+  std::vector<HloInstruction*> pa = a.entry()->parameters();
+  std::vector<HloInstruction*> pb = b.entry()->parameters();
+  if (pa.size() != pb.size()) return false;
+  for (size_t i = 0; i < pa.size(); ++i) {
+    if (pa[i] == nullptr || pb[i] == nullptr || !pa[i]->shape().Compatible(pb[i]->shape())) {
+      return false;
+    }
+  }
+  return a.entry()->root()->shape().Compatible(b.entry()->root()->shape());
+}
+
+// Tolerance for the element types of `shape` under an input style.
+Tolerance ToleranceFor(const Shape& shape, InputStyle style) {
+  double eps = 0;
+  std::function<void(const Shape&)> visit = [&](const Shape& s) {
+    if (s.IsTuple()) {
+      for (const Shape& e : s.tuple_shapes()) visit(e);
+      return;
+    }
+    switch (s.element_type()) {
+      case PrimitiveType::kBF16:
+        eps = std::max(eps, 0x1.0p-7);
+        break;
+      case PrimitiveType::kF16:
+        eps = std::max(eps, 0x1.0p-10);
+        break;
+      case PrimitiveType::kF32:
+        eps = std::max(eps, style == InputStyle::kReals ? 0x1.0p-23 : 0.0);
+        break;
+      case PrimitiveType::kF64:
+        eps = std::max(eps, style == InputStyle::kReals ? 0x1.0p-52 : 0.0);
+        break;
+      default:
+        if (IsFloatingType(s.element_type())) eps = std::max(eps, 0x1.0p-2);
+        break;
+    }
+  };
+  visit(shape);
+  Tolerance tolerance;
+  // Small-integer inputs are exact in f32/f64; narrow floats round sums beyond 2^(mantissa+1).
+  // Real-valued inputs round everywhere, so allow 64 ulps relative plus as much absolute.
+  const double factor = style == InputStyle::kReals ? 64.0 : 2.0;
+  tolerance.relative = eps * factor;
+  tolerance.absolute = eps * factor;
+  return tolerance;
+}
+
+// The global input where every tile repeats tile 0 (what every device sees when each is given
+// device 0's shard).
+Literal RepeatTileZero(const Literal& global, const HloSharding& sharding) {
+  if (!sharding.IsTiled() || global.shape().IsTuple()) return global;
+  const Shape& shape = global.shape();
+  const Shape tile = sharding.TileShape(shape);
+  Literal out(shape);
+  const int64_t width = global.element_byte_width();
+  std::vector<int64_t> source(shape.rank());
+  ForEachIndex(shape.dimensions(), [&](absl::Span<const int64_t> index) {
+    for (int64_t k = 0; k < shape.rank(); ++k) {
+      source[k] = tile.dimensions(k) == 0 ? 0 : index[k] % tile.dimensions(k);
+    }
+    std::memcpy(out.raw_data() + LinearIndex(shape.dimensions(), index) * width,
+                global.raw_data() + LinearIndex(shape.dimensions(), source) * width,
+                static_cast<size_t>(width));
+  });
+  return out;
+}
+
+// The global shape of which `local` is a shard under `sharding` (even tiling assumed).
+Shape GlobalShapeOf(const Shape& local, const HloSharding& sharding) {
+  if (!sharding.IsTiled() || !local.IsArray()) return local;
+  Shape global = local;
+  for (int64_t k = 0; k < local.rank(); ++k) {
+    global.set_dimensions(k, local.dimensions(k) * sharding.tile_assignment().dim(k));
+  }
+  return global;
+}
+
+std::string IndexText(const std::vector<int64_t>& index) {
+  return absl::StrCat("[", absl::StrJoin(index, ","), "]");
+}
+
+}  // namespace
+
+absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloModule& second,
+                                             const EquivOptions& options) {
+  if (first.entry() == nullptr || second.entry() == nullptr) {
+    return absl::InvalidArgumentError("both modules need an entry computation");
+  }
+  EquivReport report;
+  report.seed = options.seed;
+  const int64_t partitions =
+      options.num_partitions > 0 ? options.num_partitions : second.num_partitions();
+  const int64_t replicas =
+      options.replica_count > 0 ? options.replica_count : second.replica_count();
+  const int64_t n = partitions * replicas;
+  report.num_devices = n;
+  const InputStyle style = options.float_inputs ? InputStyle::kReals : InputStyle::kSmallIntegers;
+  const bool both_partitioned = SameSignature(first, second) && HasDeviceDependentOps(first);
+  report.mode = both_partitioned ? "partitioned vs partitioned" : "global vs partitioned";
+
+  std::vector<HloInstruction*> first_params = first.entry()->parameters();
+  std::vector<HloInstruction*> second_params = second.entry()->parameters();
+  if (first_params.size() != second_params.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the programs take ", first_params.size(),
+                                                   " and ", second_params.size(),
+                                                   " parameters"));
+  }
+  for (size_t i = 0; i < first_params.size(); ++i) {
+    if (first_params[i] == nullptr || second_params[i] == nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat("parameter ", i, " is missing"));
+    }
+  }
+
+  EngineOptions first_options;
+  first_options.seed = options.seed;
+  first_options.max_elements_per_array = options.max_elements_per_array;
+  if (both_partitioned) {
+    first_options.num_partitions = partitions;
+    first_options.replica_count = replicas;
+  }
+  EngineOptions second_options = first_options;
+  second_options.num_partitions = partitions;
+  second_options.replica_count = replicas;
+  Engine first_engine(first, first_options);
+  Engine second_engine(second, second_options);
+  for (Engine* engine : {&first_engine, &second_engine}) {
+    absl::Status runnable = engine->CheckRunnable();
+    if (!runnable.ok()) {
+      report.verdict = Verdict::kUnknown;
+      report.unknown_reason = std::string(runnable.message());
+      return report;
+    }
+  }
+
+  const std::vector<ParameterProfile> profiles = ProfileParameters(first);
+  const HloSharding& root_sharding =
+      ShardingOr(first.entry()->root(), second.entry()->root());
+  const Tolerance tolerance = ToleranceFor(first.entry()->root()->shape(), style);
+  if (tolerance.relative > 0) {
+    report.notes.push_back(absl::StrCat("floating-point results compared with relative and "
+                                        "absolute tolerance ",
+                                        tolerance.relative, " (element type and input style)"));
+  }
+  if (style == InputStyle::kSmallIntegers) {
+    report.notes.push_back("inputs are small integers (exact float sums in any order); "
+                           "--float draws reals in [-1, 1]");
+  } else {
+    report.notes.push_back("inputs are reals in [-1, 1] (--float)");
+  }
+  if (options.same_input_everywhere) {
+    report.notes.push_back(
+        "UNSOUND (--same-input-everywhere): every partition was fed the same shard (device 0's), "
+        "so every tile of every input was identical. A program that reads the wrong tile, e.g. "
+        "its own pipeline stage instead of stage 0, computes the same numbers on such inputs and "
+        "cannot be told apart. This is how XLA's HLO runner comparison in the seed report passed; "
+        "drop the flag to give each partition its own shard.");
+  }
+
+  auto shard_inputs = [&](const std::vector<Literal>& globals,
+                          std::vector<std::vector<Literal>>* per_device) -> absl::Status {
+    per_device->assign(n, {});
+    for (int64_t d = 0; d < n; ++d) {
+      const int64_t partition = d % partitions;
+      for (size_t i = 0; i < globals.size(); ++i) {
+        const HloSharding& sharding = ShardingOr(first_params[i], second_params[i]);
+        absl::StatusOr<Literal> shard =
+            options.same_input_everywhere ? ShardOf(globals[i], sharding, 0)
+                                          : ShardOf(globals[i], sharding, partition);
+        if (!shard.ok()) return shard.status();
+        (*per_device)[d].push_back(*std::move(shard));
+      }
+    }
+    return absl::OkStatus();
+  };
+
+  for (int64_t trial = 0; trial < options.trials; ++trial) {
+    std::mt19937_64 rng(TrialSeed(options.seed, trial));
+    std::vector<Literal> globals;
+    for (size_t i = 0; i < first_params.size(); ++i) {
+      const HloSharding& sharding = ShardingOr(first_params[i], second_params[i]);
+      const Shape shape = both_partitioned ? GlobalShapeOf(first_params[i]->shape(), sharding)
+                                           : first_params[i]->shape();
+      const ParameterProfile profile = i < profiles.size() ? profiles[i] : ParameterProfile{};
+      Literal global = RandomLiteral(shape, profile, style, rng);
+      if (options.same_input_everywhere) global = RepeatTileZero(global, sharding);
+      globals.push_back(std::move(global));
+    }
+    std::vector<std::vector<Literal>> second_args;
+    absl::Status sharded = shard_inputs(globals, &second_args);
+    if (!sharded.ok()) {
+      report.verdict = Verdict::kUnknown;
+      report.unknown_reason = std::string(sharded.message());
+      return report;
+    }
+    std::vector<std::vector<Literal>> first_args;
+    if (both_partitioned) {
+      first_args = second_args;
+    } else {
+      first_args.push_back(globals);
+    }
+    absl::StatusOr<std::vector<Literal>> first_results = first_engine.Run(std::move(first_args));
+    absl::StatusOr<std::vector<Literal>> second_results =
+        first_results.ok() ? second_engine.Run(std::move(second_args)) : first_results;
+    for (const auto* results : {&first_results, &second_results}) {
+      if (results->ok()) continue;
+      const absl::Status& status = results->status();
+      if (absl::IsUnimplemented(status) || absl::IsResourceExhausted(status)) {
+        report.verdict = Verdict::kUnknown;
+        report.unknown_reason = std::string(status.message());
+        return report;
+      }
+      return status;
+    }
+    report.trials_run = trial + 1;
+    for (int64_t d = 0; d < n; ++d) {
+      std::optional<ElementMismatch> mismatch;
+      if (both_partitioned) {
+        mismatch = CompareLiterals((*first_results)[d], (*second_results)[d], tolerance);
+      } else {
+        absl::StatusOr<std::optional<ElementMismatch>> compared = CompareShard(
+            (*second_results)[d], (*first_results)[0], root_sharding, d % partitions, tolerance);
+        if (!compared.ok()) {
+          if (absl::IsUnimplemented(compared.status())) {
+            report.verdict = Verdict::kUnknown;
+            report.unknown_reason = std::string(compared.status().message());
+            return report;
+          }
+          mismatch = ElementMismatch{{}, {}, "", std::string(compared.status().message()), ""};
+        } else {
+          mismatch = *compared;
+        }
+      }
+      if (!mismatch.has_value()) continue;
+      if (report.device < 0) {
+        report.device = d;
+        report.mismatch = *mismatch;
+      }
+      report.wrong_devices.push_back(d);
+    }
+    if (!report.wrong_devices.empty()) {
+      report.verdict = Verdict::kFails;
+      report.failing_trial = trial;
+      break;
+    }
+  }
+  if (report.verdict != Verdict::kFails) {
+    report.verdict = Verdict::kHolds;
+    report.notes.push_back(absl::StrCat(
+        "holds on ", report.trials_run, " random trial(s) for every one of the ", n,
+        " devices (a test, not a proof; raise --trials for more)"));
+    return report;
+  }
+
+  // Localise: replay the failing trial, recording the global value of every instruction the
+  // partitioned program names (same name), then check each annotated instruction in order.
+  if (!both_partitioned) {
+    absl::flat_hash_map<std::string, Literal> global_values;
+    absl::flat_hash_map<std::string, const HloInstruction*> second_by_name;
+    for (const auto& instruction : second.entry()->instructions()) {
+      if (instruction->sharding().has_value()) second_by_name[instruction->name()] = instruction.get();
+    }
+    first_engine.set_observer([&](const HloInstruction& instruction, absl::Span<const int64_t>,
+                                  absl::Span<const ValueRef> values) {
+      if (second_by_name.contains(instruction.name())) {
+        global_values.emplace(instruction.name(), *values[0]);
+      }
+    });
+    std::mt19937_64 rng(TrialSeed(options.seed, report.failing_trial));
+    std::vector<Literal> globals;
+    for (size_t i = 0; i < first_params.size(); ++i) {
+      const HloSharding& sharding = ShardingOr(first_params[i], second_params[i]);
+      const ParameterProfile profile = i < profiles.size() ? profiles[i] : ParameterProfile{};
+      Literal global = RandomLiteral(first_params[i]->shape(), profile, style, rng);
+      if (options.same_input_everywhere) global = RepeatTileZero(global, sharding);
+      globals.push_back(std::move(global));
+    }
+    std::vector<std::vector<Literal>> second_args;
+    if (shard_inputs(globals, &second_args).ok() && first_engine.Run({globals}).ok()) {
+      second_engine.set_observer([&](const HloInstruction& instruction,
+                                     absl::Span<const int64_t> devices,
+                                     absl::Span<const ValueRef> values) {
+        if (report.first_divergence.has_value()) return;
+        auto it = global_values.find(instruction.name());
+        if (it == global_values.end() || !instruction.sharding().has_value()) return;
+        Divergence divergence;
+        for (size_t i = 0; i < devices.size(); ++i) {
+          absl::StatusOr<std::optional<ElementMismatch>> compared =
+              CompareShard(*values[i], it->second, *instruction.sharding(),
+                           devices[i] % partitions, tolerance);
+          if (!compared.ok() || !compared->has_value()) continue;
+          if (divergence.devices_wrong++ == 0) {
+            divergence.device = devices[i];
+            divergence.mismatch = **compared;
+          }
+        }
+        if (divergence.devices_wrong == 0) return;
+        divergence.instruction = instruction.name();
+        divergence.location = instruction.location();
+        divergence.holds = instruction.name();
+        divergence.sharding = instruction.sharding()->ToString(false);
+        report.first_divergence = divergence;
+      });
+      (void)second_engine.Run(std::move(second_args));
+    }
+  }
+  return report;
+}
+
+std::string FormatEquivReport(const EquivReport& report) {
+  std::string out = absl::StrCat("verdict: ", VerdictName(report.verdict), " (", report.mode,
+                                 ", ", report.num_devices, " devices, seed ", report.seed, ")\n");
+  if (report.verdict == Verdict::kUnknown) {
+    absl::StrAppend(&out, "reason: ", report.unknown_reason, "\n");
+  }
+  if (report.verdict == Verdict::kFails) {
+    absl::StrAppend(&out, "trial ", report.failing_trial, ": wrong on ",
+                    report.wrong_devices.size(), " of ", report.num_devices, " devices\n");
+    const ElementMismatch& m = report.mismatch;
+    if (m.global_index.empty() && m.expected.empty()) {
+      absl::StrAppend(&out, "first wrong device: ", report.device, ": ", m.actual, "\n");
+    } else {
+      absl::StrAppend(&out, "first wrong device: ", report.device, " at global index ",
+                      m.leaf, IndexText(m.global_index), " (local ", IndexText(m.local_index),
+                      "): expected ", m.expected, ", got ", m.actual, "\n");
+    }
+    std::vector<std::string> ids;
+    for (int64_t d : report.wrong_devices) ids.push_back(absl::StrCat(d));
+    absl::StrAppend(&out, "wrong devices: ", absl::StrJoin(ids, ","), "\n");
+    if (report.first_divergence.has_value()) {
+      const Divergence& d = *report.first_divergence;
+      absl::StrAppend(&out, "first divergence: ", d.instruction, " (line ", d.location.line,
+                      ") should hold ", d.holds, " under ", d.sharding, "; wrong on ",
+                      d.devices_wrong, " devices, first device ", d.device, " at ",
+                      IndexText(d.mismatch.global_index), ": expected ", d.mismatch.expected,
+                      ", got ", d.mismatch.actual, "\n");
+    } else {
+      absl::StrAppend(&out, "first divergence: no annotated instruction could be matched to a "
+                            "global value\n");
+    }
+  }
+  for (const std::string& note : report.notes) absl::StrAppend(&out, "note: ", note, "\n");
+  return out;
+}
+
+}  // namespace spmdcheck::oracle

@@ -1,0 +1,66 @@
+// Equivalence of a global program and a partitioned one (or of two partitioned programs) on N
+// simulated devices: every device gets its own shard of random global inputs, both programs run,
+// and every device's result must equal its shard of the global result (every replica checked).
+#ifndef SPMDCHECK_ORACLE_EQUIVALENCE_H_
+#define SPMDCHECK_ORACLE_EQUIVALENCE_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/hlo_module.h"
+#include "ir/verdict.h"
+#include "oracle/sharded_values.h"
+
+namespace spmdcheck::oracle {
+
+struct EquivOptions {
+  int64_t num_partitions = 0;  // 0: the partitioned module's num_partitions.
+  int64_t replica_count = 0;   // 0: the partitioned module's replica_count.
+  int64_t trials = 3;
+  uint64_t seed = 1;
+  bool float_inputs = false;
+  // Feed every partition the same shard (device 0's). Exists to demonstrate why that check is
+  // unsound; the report says so.
+  bool same_input_everywhere = false;
+  int64_t max_elements_per_array = int64_t{1} << 28;
+};
+
+// Where a partitioned program first leaves the value its `sharding=` annotation promises.
+struct Divergence {
+  std::string instruction;     // In the partitioned program.
+  SourceLocation location;
+  std::string holds;           // The global value it should hold (name in the global program).
+  std::string sharding;
+  int64_t device = 0;
+  ElementMismatch mismatch;
+  int64_t devices_wrong = 0;
+};
+
+struct EquivReport {
+  Verdict verdict = Verdict::kUnknown;
+  std::string mode;  // "global vs partitioned" or "partitioned vs partitioned"
+  int64_t num_devices = 0;
+  int64_t trials_run = 0;
+  uint64_t seed = 0;
+  int64_t failing_trial = -1;
+  // The first wrong device and element of the result, and every wrong device.
+  int64_t device = -1;
+  ElementMismatch mismatch;
+  std::vector<int64_t> wrong_devices;
+  std::optional<Divergence> first_divergence;
+  std::vector<std::string> notes;  // Tolerance, unsound settings, what was not checked.
+  std::string unknown_reason;
+};
+
+absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloModule& second,
+                                             const EquivOptions& options);
+
+// Human-readable report (what the CLI prints).
+std::string FormatEquivReport(const EquivReport& report);
+
+}  // namespace spmdcheck::oracle
+
+#endif  // SPMDCHECK_ORACLE_EQUIVALENCE_H_

@@ -1,0 +1,236 @@
+#include "oracle/sharded_values.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/tile_assignment.h"
+#include "oracle/kernel_util.h"
+
+namespace spmdcheck::oracle {
+namespace {
+
+void FillPoison(Literal& literal) {
+  const PrimitiveType type = literal.shape().element_type();
+  for (int64_t i = 0; i < literal.element_count(); ++i) {
+    if (IsFloatingType(type) || IsComplexType(type)) {
+      literal.SetDouble(i, std::nan(""));
+    } else if (type == PrimitiveType::kPred) {
+      literal.SetBits(i, 1);
+    } else {
+      literal.SetBits(i, WrapToType(type, 0x5A5A5A5A5A5A5A5Aull));
+    }
+  }
+}
+
+absl::StatusOr<Literal> ShardOfArray(const Literal& global, const HloSharding& sharding,
+                                     int64_t device) {
+  const Shape& shape = global.shape();
+  switch (sharding.kind()) {
+    case HloSharding::Kind::kReplicated:
+    case HloSharding::Kind::kUnknown:
+    case HloSharding::Kind::kUnreduced:
+      return global;
+    case HloSharding::Kind::kMaximal:
+      if (device == sharding.MaximalDevice()) return global;
+      return PoisonLike(shape);
+    case HloSharding::Kind::kManual:
+      return absl::UnimplementedError(
+          "a manual sharding has no global view: its shards cannot be derived");
+    case HloSharding::Kind::kTuple:
+      return absl::InvalidArgumentError("tuple sharding on an array value");
+    case HloSharding::Kind::kTiled:
+      break;
+  }
+  if (sharding.HasManualSubgroup()) {
+    return absl::UnimplementedError("manual subgroups have no global view");
+  }
+  std::optional<std::vector<ShardRange>> ranges = sharding.RangesForDevice(shape, device);
+  if (!ranges.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("device ", device, " holds no tile of sharding ", sharding.ToString(false)));
+  }
+  Literal local = PoisonLike(sharding.TileShape(shape));
+  const int64_t width = global.element_byte_width();
+  std::vector<int64_t> valid(shape.rank());
+  for (int64_t k = 0; k < shape.rank(); ++k) valid[k] = (*ranges)[k].limit - (*ranges)[k].start;
+  std::vector<int64_t> source(shape.rank());
+  ForEachIndex(valid, [&](absl::Span<const int64_t> q) {
+    for (int64_t k = 0; k < shape.rank(); ++k) source[k] = (*ranges)[k].start + q[k];
+    std::memcpy(local.raw_data() + LinearIndex(local.shape().dimensions(), q) * width,
+                global.raw_data() + LinearIndex(shape.dimensions(), source) * width,
+                static_cast<size_t>(width));
+  });
+  return local;
+}
+
+bool ElementsEqual(const Literal& a, int64_t i, const Literal& b, int64_t j,
+                   const Tolerance& tolerance) {
+  const PrimitiveType type = a.shape().element_type();
+  if (IsComplexType(type)) {
+    return a.GetComplex(i) == b.GetComplex(j);
+  }
+  if (IsFloatingType(type)) {
+    const double x = a.GetDouble(i);
+    const double y = b.GetDouble(j);
+    if (std::isnan(x) || std::isnan(y)) return std::isnan(x) && std::isnan(y);
+    if (x == y) return true;  // Also equates -0 and +0 (all-reduce sums turn -0 into +0).
+    return std::fabs(x - y) <= tolerance.absolute + tolerance.relative * std::fabs(x);
+  }
+  return a.GetBits(i) == b.GetBits(j);
+}
+
+// Calls fn(leaf literal, leaf path) for every array leaf of a (possibly nested) tuple.
+void ForEachLeaf(const Literal& literal, const std::string& path,
+                 const std::function<void(const Literal&, const std::string&)>& fn) {
+  if (!literal.shape().IsTuple()) {
+    fn(literal, path);
+    return;
+  }
+  for (int64_t i = 0; i < literal.tuple_size(); ++i) {
+    ForEachLeaf(literal.tuple_elements()[i], absl::StrCat(path, "{", i, "}"), fn);
+  }
+}
+
+}  // namespace
+
+Literal PoisonLike(const Shape& shape) {
+  Literal literal(shape);
+  if (shape.IsTuple()) {
+    std::vector<Literal> elements;
+    for (const Shape& element : shape.tuple_shapes()) elements.push_back(PoisonLike(element));
+    return Literal::Tuple(std::move(elements));
+  }
+  if (shape.IsArray()) FillPoison(literal);
+  return literal;
+}
+
+absl::StatusOr<Literal> ShardOf(const Literal& global, const HloSharding& sharding,
+                                int64_t device) {
+  if (!global.shape().IsTuple()) return ShardOfArray(global, sharding, device);
+  // Tuple: per-leaf shardings (a tuple sharding lists leaves in order), or one for every leaf.
+  std::vector<const Literal*> leaves;
+  std::function<void(const Literal&)> collect = [&](const Literal& l) {
+    if (l.shape().IsTuple()) {
+      for (const Literal& e : l.tuple_elements()) collect(e);
+    } else {
+      leaves.push_back(&l);
+    }
+  };
+  collect(global);
+  if (sharding.IsTuple() && sharding.tuple_elements().size() != leaves.size()) {
+    return absl::InvalidArgumentError("tuple sharding does not match the value's leaves");
+  }
+  size_t next = 0;
+  std::function<absl::StatusOr<Literal>(const Literal&)> build =
+      [&](const Literal& l) -> absl::StatusOr<Literal> {
+    if (!l.shape().IsTuple()) {
+      const HloSharding& leaf_sharding =
+          sharding.IsTuple() ? sharding.tuple_elements()[next] : sharding;
+      ++next;
+      return ShardOfArray(l, leaf_sharding, device);
+    }
+    std::vector<Literal> elements;
+    for (const Literal& e : l.tuple_elements()) {
+      absl::StatusOr<Literal> element = build(e);
+      if (!element.ok()) return element.status();
+      elements.push_back(*std::move(element));
+    }
+    return Literal::Tuple(std::move(elements));
+  };
+  return build(global);
+}
+
+absl::StatusOr<std::optional<ElementMismatch>> CompareShard(const Literal& local,
+                                                            const Literal& global,
+                                                            const HloSharding& sharding,
+                                                            int64_t device,
+                                                            const Tolerance& tolerance) {
+  std::vector<std::pair<const Literal*, std::string>> global_leaves, local_leaves;
+  ForEachLeaf(global, "", [&](const Literal& l, const std::string& p) {
+    global_leaves.push_back({&l, p});
+  });
+  ForEachLeaf(local, "", [&](const Literal& l, const std::string& p) {
+    local_leaves.push_back({&l, p});
+  });
+  if (global_leaves.size() != local_leaves.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "device ", device, " holds ", local.shape().ToString(false), " but the global value is ",
+        global.shape().ToString(false)));
+  }
+  if (sharding.IsTuple() && sharding.tuple_elements().size() != global_leaves.size()) {
+    return absl::InvalidArgumentError("tuple sharding does not match the value's leaves");
+  }
+  for (size_t leaf = 0; leaf < global_leaves.size(); ++leaf) {
+    const Literal& g = *global_leaves[leaf].first;
+    const Literal& l = *local_leaves[leaf].first;
+    const HloSharding& s = sharding.IsTuple() ? sharding.tuple_elements()[leaf] : sharding;
+    if (s.IsManual() || s.HasManualSubgroup()) {
+      return absl::UnimplementedError("a manual sharding has no global view to compare with");
+    }
+    if (s.IsMaximal() && s.MaximalDevice() != device) continue;
+    const Shape expected_shape = s.IsTiled() ? s.TileShape(g.shape()) : g.shape();
+    if (!expected_shape.Compatible(l.shape())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device ", device, " holds ", l.shape().ToString(false), " but its shard of ",
+          g.shape().ToString(false), " under ", s.ToString(false), " is ",
+          expected_shape.ToString(false)));
+    }
+    std::optional<std::vector<ShardRange>> ranges = s.RangesForDevice(g.shape(), device);
+    if (!ranges.has_value()) continue;
+    const int64_t rank = g.shape().rank();
+    std::vector<int64_t> valid(rank);
+    for (int64_t k = 0; k < rank; ++k) valid[k] = (*ranges)[k].limit - (*ranges)[k].start;
+    std::optional<ElementMismatch> mismatch;
+    std::vector<int64_t> source(rank);
+    ForEachIndex(valid, [&](absl::Span<const int64_t> q) {
+      if (mismatch.has_value()) return;
+      for (int64_t k = 0; k < rank; ++k) source[k] = (*ranges)[k].start + q[k];
+      const int64_t gi = LinearIndex(g.shape().dimensions(), source);
+      const int64_t li = LinearIndex(l.shape().dimensions(), q);
+      if (!ElementsEqual(g, gi, l, li, tolerance)) {
+        mismatch = ElementMismatch{source, std::vector<int64_t>(q.begin(), q.end()),
+                                   g.ElementToString(gi), l.ElementToString(li),
+                                   global_leaves[leaf].second};
+      }
+    });
+    if (mismatch.has_value()) return mismatch;
+  }
+  return std::optional<ElementMismatch>();
+}
+
+std::optional<ElementMismatch> CompareLiterals(const Literal& expected, const Literal& actual,
+                                               const Tolerance& tolerance) {
+  std::vector<std::pair<const Literal*, std::string>> e_leaves, a_leaves;
+  ForEachLeaf(expected, "", [&](const Literal& l, const std::string& p) {
+    e_leaves.push_back({&l, p});
+  });
+  ForEachLeaf(actual, "", [&](const Literal& l, const std::string& p) {
+    a_leaves.push_back({&l, p});
+  });
+  for (size_t leaf = 0; leaf < e_leaves.size() && leaf < a_leaves.size(); ++leaf) {
+    const Literal& e = *e_leaves[leaf].first;
+    const Literal& a = *a_leaves[leaf].first;
+    if (!e.shape().Compatible(a.shape())) {
+      return ElementMismatch{{}, {}, e.shape().ToString(false), a.shape().ToString(false),
+                             e_leaves[leaf].second};
+    }
+    for (int64_t i = 0; i < e.element_count(); ++i) {
+      if (!ElementsEqual(e, i, a, i, tolerance)) {
+        std::vector<int64_t> index = MultiIndex(e.shape().dimensions(), i);
+        return ElementMismatch{index, index, e.ElementToString(i), a.ElementToString(i),
+                               e_leaves[leaf].second};
+      }
+    }
+  }
+  if (e_leaves.size() != a_leaves.size()) {
+    return ElementMismatch{{}, {}, expected.shape().ToString(false),
+                           actual.shape().ToString(false), ""};
+  }
+  return std::nullopt;
+}
+
+}  // namespace spmdcheck::oracle
