@@ -123,6 +123,22 @@ absl::StatusOr<Literal> Engine::CallScalar(const HloComputation& computation, in
 }
 
 absl::StatusOr<std::vector<Literal>> Engine::Run(std::vector<std::vector<Literal>> args) {
+  std::vector<std::vector<ValueRef>> refs(args.size());
+  for (size_t d = 0; d < args.size(); ++d) {
+    for (Literal& arg : args[d]) refs[d].push_back(Own(std::move(arg)));
+  }
+  absl::StatusOr<std::vector<ValueRef>> results = RunShared(std::move(refs));
+  if (!results.ok()) return results.status();
+  std::vector<Literal> out;
+  out.reserve(results->size());
+  for (ValueRef& value : *results) {
+    // The last holder of a value may take it; shared values are copied.
+    out.push_back(value.use_count() == 1 ? std::move(const_cast<Literal&>(*value)) : *value);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<ValueRef>> Engine::RunShared(std::vector<std::vector<ValueRef>> args) {
   const HloComputation* entry = module_.entry();
   if (entry == nullptr) return absl::InvalidArgumentError("the module has no entry computation");
   const int64_t n = num_devices();
@@ -131,18 +147,8 @@ absl::StatusOr<std::vector<Literal>> Engine::Run(std::vector<std::vector<Literal
         absl::StrCat("expected arguments for ", n, " devices, got ", args.size()));
   }
   std::vector<int64_t> devices(n);
-  std::vector<std::vector<ValueRef>> refs(n);
-  for (int64_t d = 0; d < n; ++d) {
-    devices[d] = d;
-    for (Literal& arg : args[d]) refs[d].push_back(Own(std::move(arg)));
-  }
-  absl::StatusOr<std::vector<ValueRef>> results =
-      RunComputation(*entry, devices, std::move(refs), 0, /*allow_collectives=*/true);
-  if (!results.ok()) return results.status();
-  std::vector<Literal> out;
-  out.reserve(results->size());
-  for (const ValueRef& value : *results) out.push_back(*value);
-  return out;
+  for (int64_t d = 0; d < n; ++d) devices[d] = d;
+  return RunComputation(*entry, devices, std::move(args), 0, /*allow_collectives=*/true);
 }
 
 absl::StatusOr<std::vector<ValueRef>> Engine::RunComputation(

@@ -52,6 +52,8 @@ class Engine {
   // Runs the entry computation on every device; args[d][i] is parameter i of device d (d is the
   // flattened id replica * P + partition). Returns one result per device.
   absl::StatusOr<std::vector<Literal>> Run(std::vector<std::vector<Literal>> args);
+  // Same, with arguments and results shared instead of copied (no per-run copies of inputs).
+  absl::StatusOr<std::vector<ValueRef>> RunShared(std::vector<std::vector<ValueRef>> args);
 
   void set_observer(Observer observer) { observer_ = std::move(observer); }
 

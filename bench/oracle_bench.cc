@@ -1,0 +1,106 @@
+// Interpreter kernels on the sizes issue 3 names, plus the seed case at the report's size.
+// bench/oracle_vs_numpy.sh runs this and numpy on the same machine and prints the ratios.
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "ir/hlo_parser.h"
+#include "oracle/engine.h"
+#include "oracle/op_registry.h"
+
+namespace spmdcheck::oracle {
+namespace {
+
+std::unique_ptr<HloModule> Parse(const std::string& text) {
+  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text);
+  if (!parsed.ok()) return nullptr;
+  return std::move(parsed->module);
+}
+
+Literal Random(const Shape& shape, uint64_t seed) {
+  Literal literal(shape);
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> uniform(-1, 1);
+  for (int64_t i = 0; i < literal.element_count(); ++i) {
+    if (IsFloatingType(shape.element_type())) {
+      literal.SetDouble(i, uniform(rng));
+    } else {
+      literal.SetInt64(i, static_cast<int64_t>(rng() % 32768));
+    }
+  }
+  return literal;
+}
+
+// Runs the entry of `text` once per iteration on one device with random parameters.
+void RunModule(benchmark::State& state, const std::string& text) {
+  std::unique_ptr<HloModule> module = Parse(text);
+  if (module == nullptr) {
+    state.SkipWithError("parse failed");
+    return;
+  }
+  std::vector<ValueRef> args;
+  uint64_t seed = 1;
+  for (const HloInstruction* p : module->entry()->parameters()) {
+    args.push_back(std::make_shared<const Literal>(Random(p->shape(), seed++)));
+  }
+  Engine engine(*module, EngineOptions());
+  for (auto _ : state) {
+    absl::StatusOr<std::vector<ValueRef>> result = engine.RunShared({args});
+    if (!result.ok()) {
+      state.SkipWithError(std::string(result.status().message()).c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(result);
+  }
+}
+
+void BM_Dot512(benchmark::State& state) {
+  RunModule(state, R"(HloModule m
+ENTRY e {
+  a = f32[512,512] parameter(0)
+  b = f32[512,512] parameter(1)
+  ROOT d = f32[512,512] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+})");
+}
+BENCHMARK(BM_Dot512)->Unit(benchmark::kMillisecond);
+
+void BM_Transpose64(benchmark::State& state) {
+  RunModule(state, R"(HloModule m
+ENTRY e {
+  a = f32[64,64,64] parameter(0)
+  ROOT t = f32[64,64,64] transpose(a), dimensions={2,0,1}
+})");
+}
+BENCHMARK(BM_Transpose64)->Unit(benchmark::kMillisecond);
+
+void BM_ReduceSum(benchmark::State& state) {
+  RunModule(state, R"(HloModule m
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY e {
+  a = f32[256,256,64] parameter(0)
+  z = f32[] constant(0)
+  ROOT r = f32[256,64] reduce(a, z), dimensions={1}, to_apply=sum
+})");
+}
+BENCHMARK(BM_ReduceSum)->Unit(benchmark::kMillisecond);
+
+void BM_Gather4096Rows(benchmark::State& state) {
+  RunModule(state, R"(HloModule m
+ENTRY e {
+  table = f32[32768,128] parameter(0)
+  rows = s32[4096,1] parameter(1)
+  ROOT g = f32[4096,128] gather(table, rows), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,128}
+})");
+}
+BENCHMARK(BM_Gather4096Rows)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace spmdcheck::oracle
+
+BENCHMARK_MAIN();
