@@ -2,6 +2,7 @@
 // bench/oracle_vs_numpy.sh runs this and numpy on the same machine and prints the ratios.
 #include <benchmark/benchmark.h>
 
+#include <fstream>
 #include <random>
 #include <string>
 
@@ -99,6 +100,60 @@ ENTRY e {
 })");
 }
 BENCHMARK(BM_Gather4096Rows)->Unit(benchmark::kMillisecond);
+
+int64_t ReadStatusKb(const char* field) {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(std::string(field).size()));
+  }
+  return 0;
+}
+
+// 64 devices run a partitioned chain whose global values total 1 GiB (four f32 values of
+// 256 MiB, each device holding a 4 MiB shard); reports the peak resident memory of the run.
+void BM_Simulate64DevicesOneGiB(benchmark::State& state) {
+  std::unique_ptr<HloModule> module = Parse(R"(HloModule m, num_partitions=64
+sum {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY e {
+  x = f32[1048576] parameter(0), sharding={devices=[64]<=[64]}
+  a = f32[1048576] add(x, x), sharding={devices=[64]<=[64]}
+  b = f32[1048576] multiply(a, x), sharding={devices=[64]<=[64]}
+  c = f32[1048576] subtract(b, a), sharding={devices=[64]<=[64]}
+  head = f32[16] slice(c), slice={[0:16]}
+  ROOT total = f32[16] all-reduce(head), channel_id=1, replica_groups=[1,64]<=[64], use_global_device_ids=true, to_apply=sum
+})");
+  if (module == nullptr) {
+    state.SkipWithError("parse failed");
+    return;
+  }
+  EngineOptions options;
+  options.num_partitions = 64;
+  Engine engine(*module, options);
+  int64_t peak_kb = 0;
+  for (auto _ : state) {
+    { std::ofstream("/proc/self/clear_refs") << "5"; }
+    const int64_t before_kb = ReadStatusKb("VmRSS:");
+    std::vector<std::vector<ValueRef>> args(64);
+    for (int64_t d = 0; d < 64; ++d) {
+      args[d].push_back(std::make_shared<const Literal>(
+          Random(module->entry()->parameters()[0]->shape(), static_cast<uint64_t>(d))));
+    }
+    absl::StatusOr<std::vector<ValueRef>> result = engine.RunShared(std::move(args));
+    if (!result.ok()) {
+      state.SkipWithError(std::string(result.status().message()).c_str());
+      return;
+    }
+    peak_kb = std::max(peak_kb, ReadStatusKb("VmHWM:") - before_kb);
+  }
+  state.counters["global_values_GiB"] = 1.0;
+  state.counters["peak_GiB"] = static_cast<double>(peak_kb) / (1024.0 * 1024.0);
+}
+BENCHMARK(BM_Simulate64DevicesOneGiB)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 }  // namespace
 }  // namespace spmdcheck::oracle

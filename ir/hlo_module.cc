@@ -5,8 +5,8 @@
 namespace spmdcheck {
 namespace {
 
-const std::shared_ptr<const Shape>& InvalidShape() {
-  static const auto* const shape = new std::shared_ptr<const Shape>(std::make_shared<Shape>());
+const SharedValue<Shape>& InvalidShape() {
+  static const auto* const shape = new SharedValue<Shape>(SharedValue<Shape>::Make());
   return *shape;
 }
 
@@ -17,13 +17,12 @@ const std::shared_ptr<const Shape>& InvalidShape() {
 HloInstruction::HloInstruction(HloOpcode opcode, std::string name, Shape shape)
     : opcode_(opcode),
       name_(std::move(name)),
-      shape_(std::make_shared<const Shape>(std::move(shape))) {}
+      shape_(SharedValue<Shape>::Make(std::move(shape))) {}
 
-HloInstruction::HloInstruction(HloOpcode opcode, std::string name,
-                               std::shared_ptr<const Shape> shape)
+HloInstruction::HloInstruction(HloOpcode opcode, std::string name, SharedValue<Shape> shape)
     : opcode_(opcode),
       name_(std::move(name)),
-      shape_(shape != nullptr ? std::move(shape) : InvalidShape()) {}
+      shape_(shape ? std::move(shape) : InvalidShape()) {}
 
 HloInstruction::HloInstruction(const HloInstruction& other)
     : opcode_(other.opcode_),
@@ -36,12 +35,7 @@ HloInstruction::HloInstruction(const HloInstruction& other)
       literal_(other.literal_),
       sharding_(other.sharding_),
       attrs_(other.attrs_),
-      called_(other.called_ != nullptr
-                  ? std::make_unique<std::vector<CalledComputations>>(*other.called_)
-                  : nullptr),
-      raw_attributes_(other.raw_attributes_ != nullptr
-                          ? std::make_unique<std::vector<RawAttribute>>(*other.raw_attributes_)
-                          : nullptr),
+      extras_(other.extras_ != nullptr ? std::make_unique<Extras>(*other.extras_) : nullptr),
       location_(other.location_) {}
 
 HloInstruction& HloInstruction::operator=(const HloInstruction& other) {
@@ -60,52 +54,51 @@ void HloInstruction::set_name(std::string name) {
 }
 
 Shape& HloInstruction::mutable_shape() {
-  if (shape_.use_count() != 1) shape_ = std::make_shared<const Shape>(*shape_);
-  return const_cast<Shape&>(*shape_);
+  if (!shape_.unique()) shape_ = SharedValue<Shape>::Make(*shape_);
+  return *shape_.mutable_get();
 }
 
 void HloInstruction::set_shape(Shape shape) {
-  if (shape_.use_count() == 1) {
+  if (shape_.unique()) {
     // Assign in place, so references to shape() see the new value as with a plain member.
-    const_cast<Shape&>(*shape_) = std::move(shape);
+    *shape_.mutable_get() = std::move(shape);
   } else {
-    shape_ = std::make_shared<const Shape>(std::move(shape));
+    shape_ = SharedValue<Shape>::Make(std::move(shape));
   }
 }
 
-void HloInstruction::set_shared_shape(std::shared_ptr<const Shape> shape) {
-  shape_ = shape != nullptr ? std::move(shape) : InvalidShape();
+void HloInstruction::set_shared_shape(SharedValue<Shape> shape) {
+  shape_ = shape ? std::move(shape) : InvalidShape();
 }
 
 void HloInstruction::set_literal(Literal literal) {
-  literal_ = std::make_shared<const std::optional<Literal>>(std::move(literal));
+  literal_ = SharedValue<std::optional<Literal>>::Make(std::move(literal));
 }
 
 void HloInstruction::set_sharding(HloSharding sharding) {
-  sharding_ = std::make_shared<const std::optional<HloSharding>>(std::move(sharding));
+  sharding_ = SharedValue<std::optional<HloSharding>>::Make(std::move(sharding));
 }
 
 HloAttributes& HloInstruction::mutable_attrs() {
-  if (attrs_ == nullptr) {
-    attrs_ = std::make_shared<const HloAttributes>();
-  } else if (attrs_.use_count() != 1) {
-    attrs_ = std::make_shared<const HloAttributes>(*attrs_);
+  if (!attrs_) {
+    attrs_ = SharedValue<HloAttributes>::Make();
+  } else if (!attrs_.unique()) {
+    attrs_ = SharedValue<HloAttributes>::Make(*attrs_);
   }
-  return const_cast<HloAttributes&>(*attrs_);
+  return *attrs_.mutable_get();
 }
 
-void HloInstruction::set_shared_attrs(std::shared_ptr<const HloAttributes> attrs) {
-  attrs_ = std::move(attrs);
+HloInstruction::Extras& HloInstruction::mutable_extras() {
+  if (extras_ == nullptr) extras_ = std::make_unique<Extras>();
+  return *extras_;
 }
 
 std::vector<CalledComputations>& HloInstruction::mutable_called() {
-  if (called_ == nullptr) called_ = std::make_unique<std::vector<CalledComputations>>();
-  return *called_;
+  return mutable_extras().called;
 }
 
 std::vector<RawAttribute>& HloInstruction::mutable_raw_attributes() {
-  if (raw_attributes_ == nullptr) raw_attributes_ = std::make_unique<std::vector<RawAttribute>>();
-  return *raw_attributes_;
+  return mutable_extras().raw_attributes;
 }
 
 const std::optional<Literal>& HloInstruction::NoLiteral() {
@@ -160,6 +153,19 @@ const RawAttribute* HloInstruction::FindRawAttribute(absl::string_view name) con
 HloComputation::HloComputation(std::string name) : name_(std::move(name)) {}
 
 HloComputation::~HloComputation() = default;
+
+const std::string& HloComputation::NoExecutionThread() {
+  static const auto* const none = new std::string();
+  return *none;
+}
+
+void HloComputation::set_execution_thread(std::string thread) {
+  if (thread.empty()) {
+    execution_thread_.reset();
+  } else {
+    execution_thread_ = std::make_unique<std::string>(std::move(thread));
+  }
+}
 
 void HloComputation::set_name(std::string name) {
   HloModule* module = parent_;

@@ -5,6 +5,7 @@
 #define SPMDCHECK_IR_HLO_MODULE_H_
 
 #include "absl/strings/string_view.h"
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -48,17 +49,75 @@ struct CalledComputations {
   bool is_list = false;
 };
 
-// Instructions keep their shape, sharding, literal and structured attributes behind shared,
-// copy-on-write pointers: the parser hands identical values (the same shape or sharding text) to
-// many instructions without copying them, and an instruction without attributes, sharding or
-// literal pays one null pointer for each. The accessors behave as plain members would; a
-// reference returned by shape()/attrs()/sharding()/literal() stays valid until that part of the
-// same instruction is next changed.
+// An immutable value shared by several holders through an intrusive reference count (one
+// pointer per holder). Holders that need to change the value copy it first unless they are its
+// only holder (see HloInstruction::mutable_shape()).
+template <typename T>
+class SharedValue {
+ public:
+  SharedValue() = default;
+  template <typename... Args>
+  static SharedValue Make(Args&&... args) {
+    SharedValue v;
+    v.block_ = new Block{{1}, T(std::forward<Args>(args)...)};
+    return v;
+  }
+  SharedValue(const SharedValue& other) : block_(other.block_) { Ref(); }
+  SharedValue(SharedValue&& other) noexcept : block_(other.block_) { other.block_ = nullptr; }
+  SharedValue& operator=(const SharedValue& other) {
+    SharedValue copy(other);
+    std::swap(block_, copy.block_);
+    return *this;
+  }
+  SharedValue& operator=(SharedValue&& other) noexcept {
+    std::swap(block_, other.block_);
+    return *this;
+  }
+  ~SharedValue() { Unref(); }
+
+  explicit operator bool() const { return block_ != nullptr; }
+  const T& operator*() const { return block_->value; }
+  const T* operator->() const { return &block_->value; }
+  const T* get() const { return block_ != nullptr ? &block_->value : nullptr; }
+  // True when this is the only holder.
+  bool unique() const {
+    return block_ != nullptr && block_->refs.load(std::memory_order_acquire) == 1;
+  }
+  // The value, for changing it in place; only when unique().
+  T* mutable_get() { return &block_->value; }
+  void reset() {
+    Unref();
+    block_ = nullptr;
+  }
+
+ private:
+  struct Block {
+    std::atomic<int32_t> refs;
+    T value;
+  };
+  void Ref() {
+    if (block_ != nullptr) block_->refs.fetch_add(1, std::memory_order_relaxed);
+  }
+  void Unref() {
+    if (block_ != nullptr && block_->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      delete block_;
+    }
+  }
+  Block* block_ = nullptr;
+};
+
+// Instructions keep their shape, sharding, literal and structured attributes as SharedValues:
+// the parser hands identical values (the same shape or sharding text) to many instructions
+// without copying them, and an instruction without attributes, sharding or literal pays one null
+// pointer for each. The accessors behave as plain members would; a reference returned by
+// shape()/attrs()/sharding()/literal() stays valid until that part of the same instruction is
+// next changed.
 class HloInstruction {
  public:
   HloInstruction(HloOpcode opcode, std::string name, Shape shape);
-  // Same, sharing an existing shape (copied on the first mutable_shape()).
-  HloInstruction(HloOpcode opcode, std::string name, std::shared_ptr<const Shape> shape);
+  // Same, sharing an existing shape (copied on the first mutable_shape()); an empty `shape`
+  // means the invalid Shape().
+  HloInstruction(HloOpcode opcode, std::string name, SharedValue<Shape> shape);
   HloInstruction(const HloInstruction& other);
   HloInstruction& operator=(const HloInstruction& other);
   HloInstruction(HloInstruction&&) noexcept = default;
@@ -73,8 +132,8 @@ class HloInstruction {
   Shape& mutable_shape();
   void set_shape(Shape shape);
   // Shares `shape` with other holders (copied on the first mutable_shape()).
-  void set_shared_shape(std::shared_ptr<const Shape> shape);
-  const std::shared_ptr<const Shape>& shared_shape() const { return shape_; }
+  void set_shared_shape(SharedValue<Shape> shape);
+  const SharedValue<Shape>& shared_shape() const { return shape_; }
 
   const std::vector<HloInstruction*>& operands() const { return operands_; }
   HloInstruction* operand(int64_t i) const { return operands_[i]; }
@@ -90,39 +149,35 @@ class HloInstruction {
 
   int64_t parameter_number() const { return parameter_number_; }
   void set_parameter_number(int64_t n) { parameter_number_ = n; }
-  const std::optional<Literal>& literal() const {
-    return literal_ != nullptr ? *literal_ : NoLiteral();
-  }
+  const std::optional<Literal>& literal() const { return literal_ ? *literal_ : NoLiteral(); }
   void set_literal(Literal literal);
   // Shares an (immutable) literal with other holders.
-  void set_shared_literal(std::shared_ptr<const std::optional<Literal>> literal) {
+  void set_shared_literal(SharedValue<std::optional<Literal>> literal) {
     literal_ = std::move(literal);
   }
-  const std::shared_ptr<const std::optional<Literal>>& shared_literal() const { return literal_; }
+  const SharedValue<std::optional<Literal>>& shared_literal() const { return literal_; }
 
   const std::optional<HloSharding>& sharding() const {
-    return sharding_ != nullptr ? *sharding_ : NoSharding();
+    return sharding_ ? *sharding_ : NoSharding();
   }
   void set_sharding(HloSharding sharding);
   void clear_sharding() { sharding_.reset(); }
   // Shares an (immutable) sharding with other holders.
-  void set_shared_sharding(std::shared_ptr<const std::optional<HloSharding>> sharding) {
+  void set_shared_sharding(SharedValue<std::optional<HloSharding>> sharding) {
     sharding_ = std::move(sharding);
   }
-  const std::shared_ptr<const std::optional<HloSharding>>& shared_sharding() const {
-    return sharding_;
-  }
+  const SharedValue<std::optional<HloSharding>>& shared_sharding() const { return sharding_; }
 
-  const HloAttributes& attrs() const { return attrs_ != nullptr ? *attrs_ : NoAttributes(); }
+  const HloAttributes& attrs() const { return attrs_ ? *attrs_ : NoAttributes(); }
   // Allocates the attributes on first use; copies them first when they are shared.
   HloAttributes& mutable_attrs();
-  bool has_attrs() const { return attrs_ != nullptr; }
+  bool has_attrs() const { return static_cast<bool>(attrs_); }
   // Shares attributes with other holders (copied on the first mutable_attrs()).
-  void set_shared_attrs(std::shared_ptr<const HloAttributes> attrs);
-  std::shared_ptr<const HloAttributes> shared_attrs() const { return attrs_; }
+  void set_shared_attrs(SharedValue<HloAttributes> attrs) { attrs_ = std::move(attrs); }
+  const SharedValue<HloAttributes>& shared_attrs() const { return attrs_; }
 
   const std::vector<CalledComputations>& called() const {
-    return called_ != nullptr ? *called_ : NoCalled();
+    return extras_ != nullptr ? extras_->called : NoCalled();
   }
   std::vector<CalledComputations>& mutable_called();
   // The single computation called in `role`, or nullptr.
@@ -131,7 +186,7 @@ class HloInstruction {
   std::vector<HloComputation*> AllCalledComputations() const;
 
   const std::vector<RawAttribute>& raw_attributes() const {
-    return raw_attributes_ != nullptr ? *raw_attributes_ : NoRawAttributes();
+    return extras_ != nullptr ? extras_->raw_attributes : NoRawAttributes();
   }
   std::vector<RawAttribute>& mutable_raw_attributes();
   const RawAttribute* FindRawAttribute(absl::string_view name) const;
@@ -141,24 +196,29 @@ class HloInstruction {
 
  private:
   friend class HloComputation;
+  // What few instructions have, allocated on first use.
+  struct Extras {
+    std::vector<CalledComputations> called;
+    std::vector<RawAttribute> raw_attributes;
+  };
   static const std::optional<Literal>& NoLiteral();
   static const std::optional<HloSharding>& NoSharding();
   static const HloAttributes& NoAttributes();
   static const std::vector<CalledComputations>& NoCalled();
   static const std::vector<RawAttribute>& NoRawAttributes();
+  Extras& mutable_extras();
 
   HloOpcode opcode_;
   int32_t index_ = -1;
   std::string name_;
-  std::shared_ptr<const Shape> shape_;  // Never null.
+  SharedValue<Shape> shape_;  // Never empty.
   std::vector<HloInstruction*> operands_;
   HloComputation* parent_ = nullptr;
   int64_t parameter_number_ = -1;
-  std::shared_ptr<const std::optional<Literal>> literal_;
-  std::shared_ptr<const std::optional<HloSharding>> sharding_;
-  std::shared_ptr<const HloAttributes> attrs_;
-  std::unique_ptr<std::vector<CalledComputations>> called_;
-  std::unique_ptr<std::vector<RawAttribute>> raw_attributes_;
+  SharedValue<std::optional<Literal>> literal_;
+  SharedValue<std::optional<HloSharding>> sharding_;
+  SharedValue<HloAttributes> attrs_;
+  std::unique_ptr<Extras> extras_;
   SourceLocation location_;
 };
 
@@ -184,6 +244,8 @@ class HloComputation {
   void TruncateInstructions(int64_t count);
   // Reserves room for `count` instructions.
   void ReserveInstructions(int64_t count) { instructions_.reserve(count); }
+  // Releases unused room in instructions() (after the last AddInstruction of a parse).
+  void ShrinkInstructions() { instructions_.shrink_to_fit(); }
 
   HloInstruction* root() const { return root_; }
   void set_root(HloInstruction* root) { root_ = root; }
@@ -193,8 +255,10 @@ class HloComputation {
   // A computation referenced by a pasted fragment but not present in it: only its name is known.
   bool is_opaque() const { return opaque_; }
   void set_opaque(bool opaque) { opaque_ = opaque; }
-  const std::string& execution_thread() const { return execution_thread_; }
-  void set_execution_thread(std::string thread) { execution_thread_ = std::move(thread); }
+  const std::string& execution_thread() const {
+    return execution_thread_ != nullptr ? *execution_thread_ : NoExecutionThread();
+  }
+  void set_execution_thread(std::string thread);
   const SourceLocation& location() const { return location_; }
   void set_location(SourceLocation location) { location_ = location; }
 
@@ -227,6 +291,7 @@ class HloComputation {
   friend class HloInstruction;
   // Small computations are searched linearly; larger ones keep a name index.
   static constexpr size_t kIndexThreshold = 16;
+  static const std::string& NoExecutionThread();
   void IndexInstruction(HloInstruction* instruction);
   void UnindexInstruction(HloInstruction* instruction);
   void RenameInstruction(HloInstruction* instruction, std::string name);
@@ -236,9 +301,9 @@ class HloComputation {
   std::vector<std::unique_ptr<HloInstruction>> instructions_;
   std::unique_ptr<NameIndex<HloInstruction>> by_name_;  // Null below kIndexThreshold.
   HloInstruction* root_ = nullptr;
-  bool opaque_ = false;
-  std::string execution_thread_;
+  std::unique_ptr<std::string> execution_thread_;  // Null when empty.
   SourceLocation location_;
+  bool opaque_ = false;
 };
 
 class HloModule {

@@ -47,7 +47,7 @@ struct WrittenOperandShape {
   uint32_t operand_index = 0;
   size_t offset = 0;
   absl::string_view name;
-  std::shared_ptr<const Shape> shape;
+  SharedValue<Shape> shape;
 };
 
 // An instruction written without its shape (inferred once operands are resolved).
@@ -77,12 +77,16 @@ struct PendingComputation {
   HloInstruction* last = nullptr;  // Last completed instruction.
   uint32_t completed = 0;          // Completed instructions (the next ordinal).
   size_t offset = 0;
+  // Set when an operand is not an earlier instruction (a forward reference, a nested
+  // instruction, a self-reference): only then can the text order fail to be a post order.
+  bool out_of_order = false;
 };
 
 // A parsed computation waiting for resolution.
 struct ParsedComputation {
   HloComputation* computation = nullptr;
   size_t offset = 0;
+  bool out_of_order = false;
 };
 
 // 1-based line and column of byte offsets, for a parser that mostly moves forward: counts the
@@ -122,9 +126,9 @@ class LineTracker {
   size_t line_start_ = 0;
 };
 
-using SharedShape = std::shared_ptr<const Shape>;
-using SharedSharding = std::shared_ptr<const std::optional<HloSharding>>;
-using SharedLiteral = std::shared_ptr<const std::optional<Literal>>;
+using SharedShape = SharedValue<Shape>;
+using SharedSharding = SharedValue<std::optional<HloSharding>>;
+using SharedLiteral = SharedValue<std::optional<Literal>>;
 
 struct LiteralKey {
   absl::string_view shape;
@@ -282,8 +286,11 @@ class Parser {
   absl::flat_hash_map<absl::string_view, SharedSharding> sharding_cache_;
   absl::flat_hash_map<LiteralKey, SharedLiteral> literal_cache_;
   // Structured attributes by opcode and the text of each structured attribute, in order.
-  absl::flat_hash_map<std::string, std::shared_ptr<const HloAttributes>> attrs_cache_;
+  absl::flat_hash_map<std::string, SharedValue<HloAttributes>> attrs_cache_;
   std::string attrs_key_;  // The key of the instruction being read.
+  // The structured attributes of the instruction being read (fresh when !scratch_in_use_).
+  std::optional<HloAttributes> scratch_attrs_;
+  bool scratch_in_use_ = false;
 };
 
 // ===================================================================== shapes
@@ -386,7 +393,7 @@ absl::Status Parser::ParseSharedShape(SharedShape* shape, absl::string_view* key
   Shape parsed;
   absl::Status status = ParseShape(&parsed);
   if (!status.ok()) return status;
-  auto shared = std::make_shared<const Shape>(std::move(parsed));
+  auto shared = SharedShape::Make(std::move(parsed));
   if (end != absl::string_view::npos && lex_.pos() == end) {
     shape_cache_.emplace(text, shared);
     *key = text;
@@ -807,7 +814,7 @@ absl::Status Parser::ParseSharedSharding(SharedSharding* sharding) {
   HloSharding parsed;
   absl::Status status = ParseSharding(&parsed);
   if (!status.ok()) return status;
-  auto shared = std::make_shared<const std::optional<HloSharding>>(std::move(parsed));
+  auto shared = SharedSharding::Make(std::move(parsed));
   if (end != absl::string_view::npos && lex_.pos() == end) sharding_cache_.emplace(key, shared);
   *sharding = std::move(shared);
   return absl::OkStatus();
@@ -1228,12 +1235,23 @@ absl::Status Parser::ParseCalledComputations(HloInstruction* instruction, absl::
       inline_body.computation->set_location(LocationOf(offset));
       inline_body.offset = offset;
       lex_.TryConsume('{');
+      // The body's statements reuse the per-instruction attribute state: keep this one's.
+      std::string outer_key;
+      outer_key.swap(attrs_key_);
+      const bool outer_in_use = scratch_in_use_;
+      std::optional<HloAttributes> outer_scratch;
+      if (outer_in_use) outer_scratch = std::move(scratch_attrs_);
+      scratch_in_use_ = false;
       status = ParseInstructionList(&inline_body, /*until_brace=*/true);
+      attrs_key_.swap(outer_key);
+      if (outer_in_use) scratch_attrs_ = std::move(outer_scratch);
+      scratch_in_use_ = outer_in_use;
       if (!status.ok()) {
         AbandonComputation(inline_body.computation);
         return status;
       }
-      computations_.push_back({inline_body.computation, inline_body.offset});
+      computations_.push_back(
+          {inline_body.computation, inline_body.offset, inline_body.out_of_order});
       call.names_begin = call_names_.size();
       call_names_.push_back({inline_body.computation->name(), offset});
     } else {
@@ -1309,11 +1327,13 @@ absl::Status Parser::ParseStructuredAttribute(HloInstruction* instruction,
                                               absl::string_view name, size_t start,
                                               bool* handled) {
   *handled = true;
-  // The attributes are allocated only when the instruction has a structured attribute.
-  HloAttributes* attrs = nullptr;
+  // Read into a scratch value that InternAttributes() hands to the instruction.
   auto A = [&]() -> HloAttributes& {
-    if (attrs == nullptr) attrs = &instruction->mutable_attrs();
-    return *attrs;
+    if (!scratch_in_use_) {
+      scratch_attrs_.emplace();
+      scratch_in_use_ = true;
+    }
+    return *scratch_attrs_;
   };
   const HloOpcode op = instruction->opcode();
   auto int_list = [&](std::optional<std::vector<int64_t>>* field) {
@@ -1480,8 +1500,11 @@ void Parser::InternAttributes(HloInstruction* instruction) {
   if (it != attrs_cache_.end()) {
     instruction->set_shared_attrs(it->second);
   } else {
-    attrs_cache_.emplace(attrs_key_, instruction->shared_attrs());
+    auto shared = SharedValue<HloAttributes>::Make(std::move(*scratch_attrs_));
+    attrs_cache_.emplace(attrs_key_, shared);
+    instruction->set_shared_attrs(std::move(shared));
   }
+  scratch_in_use_ = false;
 }
 
 // ============================================================== instructions
@@ -1517,11 +1540,12 @@ absl::Status Parser::ParseOperands(PendingComputation* pending, HloInstruction* 
           auto nested = std::make_unique<HloInstruction>(*opcode, FreshName(name), written);
           nested->set_location(LocationOf(offset));
           HloInstruction* nested_raw = pending->computation->AddInstruction(std::move(nested));
-          if (written == nullptr) missing_shapes_.push_back({nested_raw, offset});
+          if (!written) missing_shapes_.push_back({nested_raw, offset});
           const size_t nested_unresolved = unresolved_.size();
           status = ParseOperands(pending, nested_raw, depth + 1);
           if (!status.ok()) return status;
           CompleteInstruction(pending, nested_raw, nested_unresolved);
+          pending->out_of_order = true;
           // Referenced by its name, like any operand (the first instruction of that name).
           operand_stack_.push_back(pending->computation->FindInstruction(nested_raw->name()));
           continue;
@@ -1529,12 +1553,15 @@ absl::Status Parser::ParseOperands(PendingComputation* pending, HloInstruction* 
       }
       HloInstruction* target = pending->computation->FindInstruction(name);
       int32_t written_index = -1;
-      if (written != nullptr) {
+      if (written) {
         written_index = static_cast<int32_t>(written_shapes_.size());
         written_shapes_.push_back({user, index, offset, name, std::move(written)});
       }
       if (target == nullptr) {
         unresolved_.push_back({user, name, offset, index, UINT32_MAX, written_index});
+        pending->out_of_order = true;
+      } else if (target->index_in_parent() >= user->index_in_parent()) {
+        pending->out_of_order = true;
       }
       operand_stack_.push_back(target);
     } while (lex_.TryConsume(','));
@@ -1592,7 +1619,7 @@ absl::Status Parser::ParseConstant(HloInstruction* instruction, const SharedShap
   Literal literal;
   absl::Status status = ParseLiteral(*shape, &literal);
   if (!status.ok()) return status;
-  auto shared = std::make_shared<const std::optional<Literal>>(std::move(literal));
+  auto shared = SharedLiteral::Make(std::move(literal));
   instruction->set_shared_literal(shared);
   status = Expect(')', "to close constant(...)");
   if (!status.ok()) return status;
@@ -1636,7 +1663,7 @@ absl::Status Parser::ParseInstruction(PendingComputation* pending) {
   auto instruction = std::make_unique<HloInstruction>(*opcode, std::string(name), shape);
   instruction->set_location(LocationOf(start));
   HloInstruction* raw = pending->computation->AddInstruction(std::move(instruction));
-  if (shape == nullptr) missing_shapes_.push_back({raw, start});
+  if (!shape) missing_shapes_.push_back({raw, start});
   const size_t unresolved_begin = unresolved_.size();
   status = ExpectLazy('(', [&] { return absl::StrCat("after the opcode '", opcode_text, "'"); });
   if (!status.ok()) return status;
@@ -1649,7 +1676,7 @@ absl::Status Parser::ParseInstruction(PendingComputation* pending) {
     status = Expect(')', "to close parameter(N)");
     if (!status.ok()) return status;
   } else if (*opcode == HloOpcode::kConstant) {
-    if (shape == nullptr) {
+    if (!shape) {
       return ErrorAt(opcode_offset, "a constant needs its shape written before 'constant'");
     }
     status = ParseConstant(raw, shape, shape_key);
@@ -1659,6 +1686,7 @@ absl::Status Parser::ParseInstruction(PendingComputation* pending) {
     if (!status.ok()) return status;
   }
   attrs_key_.clear();
+  scratch_in_use_ = false;
   while (lex_.TryConsume(',')) {
     status = ParseAttribute(raw);
     if (!status.ok()) return status;
@@ -1764,6 +1792,7 @@ absl::Status Parser::ParseInstructionList(PendingComputation* pending, bool unti
   } else if (pending->last != nullptr) {
     pending->computation->set_root(pending->last);
   }
+  pending->computation->ShrinkInstructions();
   return absl::OkStatus();
 }
 
@@ -1894,7 +1923,7 @@ absl::Status Parser::ParseComputation() {
     if (!thread.ok()) return Error(thread.status().message());
     pending.computation->set_execution_thread(*thread);
   }
-  computations_.push_back({pending.computation, pending.offset});
+  computations_.push_back({pending.computation, pending.offset, pending.out_of_order});
   return absl::OkStatus();
 }
 
@@ -2163,13 +2192,24 @@ absl::Status Parser::InferMissingShapes(const ParsedComputation& parsed,
                                         const std::vector<size_t>& missing,
                                         const std::vector<size_t>& written) {
   HloComputation* computation = parsed.computation;
-  std::vector<HloInstruction*> order = computation->PostOrder();
-  if (order.empty()) {
-    return ErrorAt(parsed.offset, absl::StrCat("computation '", computation->name(),
-                                               "' has a cycle: an instruction depends on "
-                                               "itself"));
+  // When every operand named an earlier instruction, the text order is the post order (what
+  // PostOrder() would return) and there is no cycle.
+  std::vector<HloInstruction*> order;
+  if (parsed.out_of_order) {
+    order = computation->PostOrder();
+    if (order.empty()) {
+      return ErrorAt(parsed.offset, absl::StrCat("computation '", computation->name(),
+                                                 "' has a cycle: an instruction depends on "
+                                                 "itself"));
+    }
   }
   if (missing.empty() && written.empty()) return absl::OkStatus();
+  if (!parsed.out_of_order) {
+    order.reserve(computation->instructions().size());
+    for (const auto& instruction : computation->instructions()) {
+      order.push_back(instruction.get());
+    }
+  }
   absl::flat_hash_map<const HloInstruction*, size_t> missing_offset;
   for (size_t i : missing) {
     missing_offset.emplace(missing_shapes_[i].instruction, missing_shapes_[i].offset);
@@ -2231,7 +2271,7 @@ absl::StatusOr<ParsedModule> Parser::ParseModule() {
       return absl::InvalidArgumentError(absl::StrCat(
           source_.path(), ":1:1: error: the fragment holds no complete statement"));
     }
-    computations_.push_back({pending.computation, pending.offset});
+    computations_.push_back({pending.computation, pending.offset, pending.out_of_order});
   } else {
     status = ParseHeader();
     if (!status.ok()) return status;

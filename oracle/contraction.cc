@@ -129,6 +129,7 @@ ComputeKind ComputeKindOf(PrimitiveType type) {
 
 template <typename T>
 void CopyOut(const Literal& lit, T* out) {
+  if (lit.element_count() == 0) return;
   std::memcpy(out, lit.raw_data(), static_cast<size_t>(lit.element_count()) * sizeof(T));
 }
 
@@ -202,6 +203,7 @@ template <typename C>
 void FromCompute(const std::vector<C>& values, Literal& lit) {
   const PrimitiveType type = lit.shape().element_type();
   const int64_t n = lit.element_count();
+  if (n == 0) return;
   if constexpr (std::is_same_v<C, float>) {
     if (type == PrimitiveType::kF32) {
       std::memcpy(lit.raw_data(), values.data(), static_cast<size_t>(n) * sizeof(float));

@@ -183,6 +183,31 @@ TEST(DotTest, IntegerTypesWrapAndMixedTypesConvertFirst) {
             "u32[] 5");
 }
 
+TEST(DotTest, SubByteComplexAndF64) {
+  // s4: 7*7 + 7*1 = 56 = 0b0011_1000 -> low nibble 1000 = -8.
+  const std::string hlo = Entry(R"(
+  a = s4[2] parameter(0)
+  b = s4[2] parameter(1)
+  ROOT d = s4[] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0})");
+  EXPECT_EQ(Str(Eval(hlo, "d", {L("s4[2]", "{7, 7}"), L("s4[2]", "{7, 1}")})), "s4[] -8");
+  // (1+2i)(3+4i) + (0+1i)(0+1i) = (-5+10i) + (-1) = -6+10i.
+  const std::string hlo2 = Entry(R"(
+  a = c64[2] parameter(0)
+  b = c64[2] parameter(1)
+  ROOT d = c64[] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0})");
+  EXPECT_EQ(Str(Eval(hlo2, "d", {L("c64[2]", "{(1, 2), (0, 1)}"), L("c64[2]", "{(3, 4), (0, 1)}")})),
+            "c64[] (-6, 10)");
+  // f64 keeps what f32 would lose: 2^53 - 1 is exact; 0.1 * 3 in f64.
+  const std::string hlo3 = Entry(R"(
+  a = f64[2] parameter(0)
+  b = f64[2] parameter(1)
+  ROOT d = f64[] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0})");
+  absl::StatusOr<Literal> r =
+      Eval(hlo3, "d", {L("f64[2]", "{4503599627370496, 1}"), L("f64[2]", "{2, -1}")});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->GetDouble(0), 9007199254740991.0);  // 2^53 - 1
+}
+
 TEST(DotTest, NarrowFloatsAccumulateInF32AndRoundOnce) {
   // 256 + 1 + 1 = 258 in f32, representable in bf16; rounding after every step would give 256.
   const std::string hlo = Entry(R"(
