@@ -193,7 +193,7 @@ void HloComputation::IndexInstruction(HloInstruction* instruction) {
   if (by_name_ != nullptr) {
     by_name_->insert(instruction);  // The first instruction of a name stays.
   } else if (instructions_.size() > kIndexThreshold) {
-    by_name_ = std::make_unique<NameIndex<HloInstruction>>();
+    by_name_ = std::make_unique<hlo_internal::NameIndex<HloInstruction>>();
     by_name_->reserve(instructions_.size() * 2);
     for (const auto& existing : instructions_) by_name_->insert(existing.get());
   }

@@ -49,6 +49,30 @@ struct CalledComputations {
   bool is_list = false;
 };
 
+namespace hlo_internal {
+
+// A set of named objects looked up by name, keyed by each object's own name (no copies).
+template <typename T>
+struct NameHash {
+  using is_transparent = void;
+  size_t operator()(absl::string_view name) const { return absl::HashOf(name); }
+  size_t operator()(const T* x) const { return absl::HashOf(absl::string_view(x->name())); }
+};
+template <typename T>
+struct NameEq {
+  using is_transparent = void;
+  static absl::string_view Name(absl::string_view name) { return name; }
+  static absl::string_view Name(const T* x) { return x->name(); }
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    return Name(a) == Name(b);
+  }
+};
+template <typename T>
+using NameIndex = absl::flat_hash_set<T*, NameHash<T>, NameEq<T>>;
+
+}  // namespace hlo_internal
+
 // An immutable value shared by several holders through an intrusive reference count (one
 // pointer per holder). Holders that need to change the value copy it first unless they are its
 // only holder (see HloInstruction::mutable_shape()).
@@ -266,26 +290,6 @@ class HloComputation {
   // it already is one). Empty when there is a cycle.
   std::vector<HloInstruction*> PostOrder() const;
 
-  // Name lookup keyed by each element's own name (no copies of the names).
-  template <typename T>
-  struct NameHash {
-    using is_transparent = void;
-    size_t operator()(absl::string_view name) const { return absl::HashOf(name); }
-    size_t operator()(const T* x) const { return absl::HashOf(absl::string_view(x->name())); }
-  };
-  template <typename T>
-  struct NameEq {
-    using is_transparent = void;
-    static absl::string_view Name(absl::string_view name) { return name; }
-    static absl::string_view Name(const T* x) { return x->name(); }
-    template <typename A, typename B>
-    bool operator()(const A& a, const B& b) const {
-      return Name(a) == Name(b);
-    }
-  };
-  template <typename T>
-  using NameIndex = absl::flat_hash_set<T*, NameHash<T>, NameEq<T>>;
-
  private:
   friend class HloModule;
   friend class HloInstruction;
@@ -299,7 +303,8 @@ class HloComputation {
   std::string name_;
   HloModule* parent_ = nullptr;
   std::vector<std::unique_ptr<HloInstruction>> instructions_;
-  std::unique_ptr<NameIndex<HloInstruction>> by_name_;  // Null below kIndexThreshold.
+  // Null while there are at most kIndexThreshold instructions.
+  std::unique_ptr<hlo_internal::NameIndex<HloInstruction>> by_name_;
   HloInstruction* root_ = nullptr;
   std::unique_ptr<std::string> execution_thread_;  // Null when empty.
   SourceLocation location_;
@@ -345,7 +350,7 @@ class HloModule {
  private:
   std::string name_;
   std::vector<std::unique_ptr<HloComputation>> computations_;
-  HloComputation::NameIndex<HloComputation> by_name_;
+  hlo_internal::NameIndex<HloComputation> by_name_;
   HloComputation* entry_ = nullptr;
   std::optional<int64_t> num_partitions_;
   std::optional<int64_t> replica_count_;

@@ -154,7 +154,18 @@ std::string IotaTileAssignment::ToString() const {
   return out;
 }
 
-TileAssignment::TileAssignment() : TileAssignment(IotaTileAssignment::Plain({1})) {}
+namespace {
+
+// The default assignment, built (and validated) once; default construction copies it.
+const TileAssignment& DefaultTileAssignment() {
+  static const TileAssignment* const kDefault =
+      new TileAssignment(IotaTileAssignment::Plain({1}));
+  return *kDefault;
+}
+
+}  // namespace
+
+TileAssignment::TileAssignment() : TileAssignment(DefaultTileAssignment()) {}
 
 TileAssignment::TileAssignment(IotaTileAssignment iota)
     : dims_(iota.dims()),

@@ -418,6 +418,38 @@ void ForEachWithOutputOffset(absl::Span<const int64_t> dims, absl::Span<const in
   }
 }
 
+// Calls row_fn(in_offset, out_offset, length, out_step) for every innermost row of the input in
+// row-major order (out_step = the output stride of the innermost dim, 0 when it is reduced).
+template <typename Fn>
+void ForEachRowWithOutputOffset(absl::Span<const int64_t> dims,
+                                absl::Span<const int64_t> out_stride, Fn&& row_fn) {
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  for (int64_t d : dims) {
+    if (d == 0) return;
+  }
+  if (rank == 0) {
+    row_fn(int64_t{0}, int64_t{0}, int64_t{1}, int64_t{0});
+    return;
+  }
+  const int64_t inner = dims[rank - 1];
+  const int64_t inner_stride = out_stride[rank - 1];
+  std::vector<int64_t> index(rank, 0);
+  int64_t in_offset = 0;
+  int64_t out_offset = 0;
+  while (true) {
+    row_fn(in_offset, out_offset, inner, inner_stride);
+    in_offset += inner;
+    int64_t k = rank - 2;
+    for (; k >= 0; --k) {
+      out_offset += out_stride[k];
+      if (++index[k] < dims[k]) break;
+      out_offset -= out_stride[k] * dims[k];
+      index[k] = 0;
+    }
+    if (k < 0) return;
+  }
+}
+
 struct ReducePlan {
   std::vector<int64_t> in_dims;
   std::vector<bool> reduced;
@@ -438,10 +470,26 @@ bool TryTypedReduce(const Codec& codec, const ReducePlan& plan, const BinaryRedu
     if (reducer.kind == ReducerKind::kAdd) {
       std::vector<double> acc(static_cast<size_t>(out_count),
                               static_cast<double>(codec.Load(init.data<S>()[0])));
-      ForEachWithOutputOffset(plan.in_dims, plan.out_stride_of_in_dim,
-                              [&](int64_t i, int64_t o) {
-                                acc[o] += static_cast<double>(codec.Load(in[i]));
-                              });
+      // Row by row so that the common case (innermost dim kept, out_step == 1) vectorises; each
+      // output element still sums its inputs in increasing row-major order.
+      double* a = acc.data();
+      ForEachRowWithOutputOffset(
+          plan.in_dims, plan.out_stride_of_in_dim,
+          [&](int64_t i, int64_t o, int64_t length, int64_t step) {
+            const S* x = in + i;
+            if (step == 1) {
+              double* row = a + o;
+              for (int64_t j = 0; j < length; ++j) row[j] += static_cast<double>(codec.Load(x[j]));
+            } else if (step == 0) {
+              double sum = a[o];
+              for (int64_t j = 0; j < length; ++j) sum += static_cast<double>(codec.Load(x[j]));
+              a[o] = sum;
+            } else {
+              for (int64_t j = 0; j < length; ++j) {
+                a[o + j * step] += static_cast<double>(codec.Load(x[j]));
+              }
+            }
+          });
       for (int64_t o = 0; o < out_count; ++o) out.SetDouble(o, acc[o]);
       return true;
     }
