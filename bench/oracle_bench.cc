@@ -4,11 +4,13 @@
 
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "ir/hlo_parser.h"
 #include "oracle/engine.h"
+#include "oracle/equivalence.h"
 #include "oracle/op_registry.h"
 
 namespace spmdcheck::oracle {
@@ -154,6 +156,60 @@ ENTRY e {
   state.counters["peak_GiB"] = static_cast<double>(peak_kb) / (1024.0 * 1024.0);
 }
 BENCHMARK(BM_Simulate64DevicesOneGiB)->Unit(benchmark::kMillisecond)->Iterations(1);
+
+std::string ReadShared(const std::string& relative) {
+  std::ifstream in(std::string(SPMDCHECK_SHARED_DIR) + "/" + relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string Substitute(std::string text,
+                       const std::vector<std::pair<std::string, std::string>>& replacements) {
+  for (const auto& [from, to] : replacements) {
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at)) {
+      text.replace(at, from.size(), to);
+      at += to.size();
+    }
+  }
+  return text;
+}
+
+// The seed case at the report's real size (x bf16[8,4,2,64,128], 64 devices): the case files are
+// shrunk, so their shapes are scaled back up; one equivalence trial of GSPMD's program.
+void BM_SeedCaseAtReportSize(benchmark::State& state) {
+  const std::string pre = Substitute(ReadShared("cases/seed-scatter/pre.hlo"),
+                                     {{"[3,4,2,16,4]", "[8,4,2,64,128]"},
+                                      {"[3,1,2,16,4]", "[8,1,2,64,128]"},
+                                      {"[3,2,16,4]", "[8,2,64,128]"},
+                                      {"[2,3,16,4]", "[2,8,64,128]"},
+                                      {"[6,16,4]", "[16,64,128]"},
+                                      {"slice={[0:3], [0:1], [0:2], [0:16], [0:4]}",
+                                       "slice={[0:8], [0:1], [0:2], [0:64], [0:128]}"}});
+  const std::string gspmd = Substitute(ReadShared("cases/seed-scatter/gspmd.hlo"),
+                                       {{"[3,1,1,2,4]", "[8,1,1,8,128]"},
+                                        {"[3,1,2,4]", "[8,1,8,128]"},
+                                        {"[1,3,2,4]", "[1,8,8,128]"},
+                                        {"[1,3,16,4]", "[1,8,64,128]"},
+                                        {"[3,16,4]", "[8,64,128]"}});
+  std::unique_ptr<HloModule> global = Parse(pre);
+  std::unique_ptr<HloModule> partitioned = Parse(gspmd);
+  if (global == nullptr || partitioned == nullptr) {
+    state.SkipWithError("the seed case is not available or did not parse");
+    return;
+  }
+  EquivOptions options;
+  options.trials = 1;
+  for (auto _ : state) {
+    absl::StatusOr<EquivReport> report = CheckEquivalence(*global, *partitioned, options);
+    if (!report.ok() || report->verdict != Verdict::kHolds) {
+      state.SkipWithError(report.ok() ? FormatEquivReport(*report).c_str()
+                                      : std::string(report.status().message()).c_str());
+      return;
+    }
+  }
+}
+BENCHMARK(BM_SeedCaseAtReportSize)->Unit(benchmark::kMillisecond)->Iterations(3);
 
 }  // namespace
 }  // namespace spmdcheck::oracle
