@@ -2,7 +2,8 @@
 // XLA conformance modules (renamed apart), then times ParseHloModule on it and reports MB/s and
 // the parser's peak memory as a multiple of the text size.
 //
-//   build/bench/parse_bench [--benchmark_min_time=...]   (SPMDCHECK_BENCH_MB sets the size)
+//   build/bench/parse_bench [--benchmark_min_time=...]   (SPMDCHECK_BENCH_MB sets the size;
+//   SPMDCHECK_BENCH_DUMP=PATH also writes the generated text there, to profile on a file)
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>

@@ -373,6 +373,15 @@ absl::Status Parser::ParseSharedShape(SharedShape* shape, absl::string_view* key
                                       bool only_if_shape) {
   lex_.SkipSpace();
   const size_t start = lex_.pos();
+  if (only_if_shape) {
+    // Shapes start with '(' or an element type (lower case): operand names usually do not.
+    const char c = lex_.PeekRaw();
+    if (c != '(' && !(c >= 'a' && c <= 'z')) {
+      shape->reset();
+      *key = absl::string_view();
+      return absl::OkStatus();
+    }
+  }
   const size_t end = ScanShapeExtent(start);
   absl::string_view text;
   if (end != absl::string_view::npos) {
@@ -1321,7 +1330,6 @@ absl::Status Parser::ParseAttribute(HloInstruction* instruction) {
   instruction->mutable_raw_attributes().push_back({std::string(name), std::move(text)});
   return absl::OkStatus();
 }
-
 
 absl::Status Parser::ParseStructuredAttribute(HloInstruction* instruction,
                                               absl::string_view name, size_t start,

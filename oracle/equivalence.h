@@ -26,6 +26,9 @@ struct EquivOptions {
   // unsound; the report says so.
   bool same_input_everywhere = false;
   int64_t max_elements_per_array = int64_t{1} << 28;
+  // The partitioned module's source text, for `// holds=NAME [sharding={...}]` comments that name
+  // the global value an instruction holds (optional; without them, values are matched by name).
+  std::string partitioned_source;
 };
 
 // Where a partitioned program first leaves the value its `sharding=` annotation promises.
@@ -51,6 +54,9 @@ struct EquivReport {
   ElementMismatch mismatch;
   std::vector<int64_t> wrong_devices;
   std::optional<Divergence> first_divergence;
+  // Annotated instructions of the partitioned program checked against the global values they
+  // hold (on the failing trial, or on trial 0 when the verdict is holds).
+  int64_t annotations_checked = 0;
   std::vector<std::string> notes;  // Tolerance, unsound settings, what was not checked.
   std::string unknown_reason;
 };

@@ -19,6 +19,13 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
+std::string ReadCase(const std::string& name) {
+  std::ifstream in(fs::path(SPMDCHECK_SHARED_DIR) / "cases" / "seed-scatter" / name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 std::unique_ptr<HloModule> ParseCase(const std::string& name) {
   const fs::path path = fs::path(SPMDCHECK_SHARED_DIR) / "cases" / "seed-scatter" / name;
   std::ifstream in(path);
@@ -48,17 +55,28 @@ class SeedCaseTest : public ::testing::Test {
 TEST_F(SeedCaseTest, GspmdImplementsThePreProgramOnAll64Partitions) {
   EquivOptions options;
   options.trials = 2;
+  options.partitioned_source = ReadCase("gspmd.hlo");
   absl::StatusOr<EquivReport> report = CheckEquivalence(*pre_, *gspmd_, options);
   ASSERT_TRUE(report.ok()) << report.status().message();
   EXPECT_EQ(report->verdict, Verdict::kHolds) << FormatEquivReport(*report);
   EXPECT_EQ(report->num_devices, 64);
+  // Every `sharding=` it carries holds: the `// holds=` claims are checked, none diverges.
+  EXPECT_GE(report->annotations_checked, 10);
+  EXPECT_FALSE(report->first_divergence.has_value());
 }
 
 TEST_F(SeedCaseTest, SimplifiedIsWrongOn48PartitionsOffStageZero) {
   EquivOptions options;
+  options.partitioned_source = ReadCase("simplified.hlo");
   absl::StatusOr<EquivReport> report = CheckEquivalence(*pre_, *simplified_, options);
   ASSERT_TRUE(report.ok()) << report.status().message();
   ASSERT_EQ(report->verdict, Verdict::kFails) << FormatEquivReport(*report);
+  // The first instruction that leaves the value it claims is the all-gather over the
+  // tensor-parallel groups, wrong on the 48 partitions off stage 0.
+  ASSERT_TRUE(report->first_divergence.has_value());
+  EXPECT_EQ(report->first_divergence->instruction, "all-gather.148");
+  EXPECT_EQ(report->first_divergence->holds, "transpose.9599");
+  EXPECT_EQ(report->first_divergence->devices_wrong, 48);
   // Device id = 32*data + 8*pipeline + model: stage 0 is the partitions with (d / 8) % 4 == 0.
   EXPECT_EQ(report->wrong_devices.size(), 48u) << FormatEquivReport(*report);
   for (int64_t d : report->wrong_devices) EXPECT_NE((d / 8) % 4, 0) << d;
