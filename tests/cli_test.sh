@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# End-to-end checks of the spmdcheck CLI: exit codes and the key lines of each subcommand's
+# output. Usage: cli_test.sh SPMDCHECK_BINARY SOURCE_DIR
+set -u
+bin="$1"
+src="$2"
+shared="$src/../shared"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+pass=0
+
+# expect EXIT_CODE SUBSTRING -- command...
+expect() {
+  local code="$1" needle="$2"
+  shift 3
+  local out
+  out="$("$@" 2>&1)"
+  local got=$?
+  if [ "$got" -ne "$code" ] || [[ "$out" != *"$needle"* ]]; then
+    echo "FAIL: $* -> exit $got (want $code), output lacks '$needle':"
+    echo "$out" | head -20
+    failures=$((failures + 1))
+  else
+    pass=$((pass + 1))
+  fi
+}
+
+expect 0 "ok: module sharded_matmul" -- "$bin" parse "$src/corpus/hlo/sharded_matmul.hlo"
+expect 0 "parsed 4 files: 4 ok, 0 failed" -- "$bin" parse "$src/corpus/hlo"
+printf 'HloModule m\nENTRY e {\n  p = f32[8 parameter(0)\n}\n' > "$tmp/bad.hlo"
+expect 2 "bad.hlo:3:13: error: expected ']' to close the dimensions" -- "$bin" parse "$tmp/bad.hlo"
+expect 2 "no such file" -- "$bin" parse "$tmp/missing.hlo"
+expect 2 "unknown command" -- "$bin" frobnicate
+expect 0 "sharding={devices=[4,1]<=[4]}" -- "$bin" fmt "$src/corpus/hlo/reduce_uneven.hlo"
+"$bin" fmt "$src/corpus/hlo/while_loop.hlo" > "$tmp/once.hlo"
+"$bin" fmt "$tmp/once.hlo" > "$tmp/twice.hlo"
+if cmp -s "$tmp/once.hlo" "$tmp/twice.hlo"; then pass=$((pass + 1)); else
+  echo "FAIL: fmt is not idempotent on while_loop.hlo"; failures=$((failures + 1)); fi
+expect 0 "{devices=[2,2]0,2,1,3}" -- "$bin" sharding expand '{devices=[2,2]<=[2,2]T(1,0)}'
+expect 0 "{devices=[2,2]<=[2,2]T(1,0)}" -- "$bin" sharding canon '{devices=[2,2]0,2,1,3}'
+expect 0 "device 3:" -- "$bin" sharding show '{devices=[2,2]<=[4]}' --shape 'f32[16,8]'
+expect 0 "[2,2]<=[4]" -- "$bin" sharding groups '{devices=[2,2]<=[4]}' --dims 1
+expect 2 "error" -- "$bin" sharding canon '{devices=[2,2]0,1,2}'
+expect 0 "device 7: f32[8,8]" -- "$bin" run "$src/corpus/hlo/partitioned_collectives.hlo" --seed 3
+expect 0 "f32[3] {" -- "$bin" run "$src/corpus/hlo/reduce_uneven.hlo" --num-partitions 1
+printf 'HloModule m\nENTRY e {\n  c = c64[4] parameter(0)\n  ROOT f = c64[4] fft(c), fft_type=FFT, fft_length={4}\n}\n' > "$tmp/fft.hlo"
+expect 3 "fft is not supported" -- "$bin" run "$tmp/fft.hlo"
+expect 3 "over the budget" -- "$bin" run "$src/corpus/hlo/sharded_matmul.hlo" --max-elements 100
+if [ -d "$shared/cases/seed-scatter" ]; then
+  expect 0 "verdict: holds" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/gspmd.hlo"
+  expect 1 "wrong on 48 of 64 devices" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo"
+  expect 0 "UNSOUND" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo" --same-input-everywhere
+fi
+echo "$pass passed, $failures failed"
+[ "$failures" -eq 0 ]
