@@ -92,6 +92,24 @@ TEST_F(SeedCaseTest, SameInputEverywhereLooksEqualAndSaysWhyThatIsUnsound) {
   EXPECT_THAT(FormatEquivReport(*report), HasSubstr("UNSOUND (--same-input-everywhere)"));
 }
 
+TEST_F(SeedCaseTest, TwoPartitionedProgramsAreComparedDeviceByDevice) {
+  EquivOptions options;
+  absl::StatusOr<EquivReport> same = CheckEquivalence(*gspmd_, *gspmd_, options);
+  ASSERT_TRUE(same.ok()) << same.status().message();
+  EXPECT_EQ(same->mode, "partitioned vs partitioned");
+  EXPECT_EQ(same->verdict, Verdict::kHolds) << FormatEquivReport(*same);
+  absl::StatusOr<EquivReport> rewrite = CheckEquivalence(*gspmd_, *simplified_, options);
+  ASSERT_TRUE(rewrite.ok()) << rewrite.status().message();
+  EXPECT_EQ(rewrite->mode, "partitioned vs partitioned");
+  ASSERT_EQ(rewrite->verdict, Verdict::kFails) << FormatEquivReport(*rewrite);
+  EXPECT_EQ(rewrite->wrong_devices.size(), 48u);
+  // Fed the same literal on every partition (the HLO runner comparison), they agree.
+  options.same_input_everywhere = true;
+  absl::StatusOr<EquivReport> runner = CheckEquivalence(*gspmd_, *simplified_, options);
+  ASSERT_TRUE(runner.ok()) << runner.status().message();
+  EXPECT_EQ(runner->verdict, Verdict::kHolds) << FormatEquivReport(*runner);
+}
+
 TEST_F(SeedCaseTest, SmallestCounterexampleFromTheCaseReadme) {
   // x all zero except a 1 at x[0,1,0,0,0] (pipeline stage 1): y is all zero, but the rewrite puts
   // a 1 on partitions 8-15.
