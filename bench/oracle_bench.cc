@@ -186,12 +186,12 @@ void BM_SeedCaseAtReportSize(benchmark::State& state) {
                                       {"[6,16,4]", "[16,64,128]"},
                                       {"slice={[0:3], [0:1], [0:2], [0:16], [0:4]}",
                                        "slice={[0:8], [0:1], [0:2], [0:64], [0:128]}"}});
-  const std::string gspmd = Substitute(ReadShared("cases/seed-scatter/gspmd.hlo"),
-                                       {{"[3,1,1,2,4]", "[8,1,1,8,128]"},
-                                        {"[3,1,2,4]", "[8,1,8,128]"},
-                                        {"[1,3,2,4]", "[1,8,8,128]"},
-                                        {"[1,3,16,4]", "[1,8,64,128]"},
-                                        {"[3,16,4]", "[8,64,128]"}});
+  const std::string gspmd =
+      Substitute(ReadShared("cases/seed-scatter/gspmd.hlo"), {{"[3,1,1,2,4]", "[8,1,1,8,128]"},
+                                                              {"[3,1,2,4]", "[8,1,8,128]"},
+                                                              {"[1,3,2,4]", "[1,8,8,128]"},
+                                                              {"[1,3,16,4]", "[1,8,64,128]"},
+                                                              {"[3,16,4]", "[8,64,128]"}});
   std::unique_ptr<HloModule> global = Parse(pre);
   std::unique_ptr<HloModule> partitioned = Parse(gspmd);
   if (global == nullptr || partitioned == nullptr) {

@@ -12,9 +12,9 @@ struct Format {
   int exponent_bits;
   int mantissa_bits;
   int bias;
-  bool has_inf;       // IEEE-style inf/NaN at the all-ones exponent.
-  bool nan_is_neg0;   // FNUZ: the only NaN is 0x80 (negative zero pattern), no inf.
-  bool fn;            // FN (e4m3fn): no inf; NaN is all-ones exponent and mantissa.
+  bool has_inf;      // IEEE-style inf/NaN at the all-ones exponent.
+  bool nan_is_neg0;  // FNUZ: the only NaN is 0x80 (negative zero pattern), no inf.
+  bool fn;           // FN (e4m3fn): no inf; NaN is all-ones exponent and mantissa.
 };
 
 Format FormatOf(PrimitiveType type) {
@@ -87,7 +87,7 @@ uint32_t FloatToNarrowBits(PrimitiveType type, float value) {
   int exp = std::ilogb(magnitude);
   if (exp < min_exp) exp = min_exp;  // Subnormal range: fixed quantum.
   const double quantum = std::ldexp(1.0, exp - f.mantissa_bits);
-  double scaled = magnitude / quantum;  // Exact: power-of-two scaling.
+  double scaled = magnitude / quantum;      // Exact: power-of-two scaling.
   double rounded = std::nearbyint(scaled);  // Default rounding mode is to-nearest-even.
   // Compose bits: value = rounded * quantum.
   double result = rounded * quantum;

@@ -44,25 +44,28 @@ std::string WindowToString(const std::vector<WindowDim>& window) {
     absl::StrAppend(&out, "size=", join([](const WindowDim& d) { return absl::StrCat(d.size); }));
   }
   if (any_stride) {
-    absl::StrAppend(&out, " stride=",
-                    join([](const WindowDim& d) { return absl::StrCat(d.stride); }));
+    absl::StrAppend(&out,
+                    " stride=", join([](const WindowDim& d) { return absl::StrCat(d.stride); }));
   }
   if (any_pad) {
     absl::StrAppend(&out, " pad=", join([](const WindowDim& d) {
-                      return absl::StrCat(d.pad_low, "_", d.pad_high);
-                    }));
+      return absl::StrCat(d.pad_low, "_", d.pad_high);
+    }));
   }
   if (any_lhs) {
-    absl::StrAppend(&out, " lhs_dilate=",
-                    join([](const WindowDim& d) { return absl::StrCat(d.lhs_dilation); }));
+    absl::StrAppend(&out, " lhs_dilate=", join([](const WindowDim& d) {
+      return absl::StrCat(d.lhs_dilation);
+    }));
   }
   if (any_rhs) {
-    absl::StrAppend(&out, " rhs_dilate=",
-                    join([](const WindowDim& d) { return absl::StrCat(d.rhs_dilation); }));
+    absl::StrAppend(&out, " rhs_dilate=", join([](const WindowDim& d) {
+      return absl::StrCat(d.rhs_dilation);
+    }));
   }
   if (any_rev) {
-    absl::StrAppend(&out, " rhs_reversal=",
-                    join([](const WindowDim& d) { return absl::StrCat(d.reversal ? 1 : 0); }));
+    absl::StrAppend(&out, " rhs_reversal=", join([](const WindowDim& d) {
+      return absl::StrCat(d.reversal ? 1 : 0);
+    }));
   }
   return out + "}";
 }

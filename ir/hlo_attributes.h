@@ -3,13 +3,13 @@
 #ifndef SPMDCHECK_IR_HLO_ATTRIBUTES_H_
 #define SPMDCHECK_IR_HLO_ATTRIBUTES_H_
 
-#include "absl/strings/string_view.h"
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/string_view.h"
 #include "ir/replica_groups.h"
 
 namespace spmdcheck {
@@ -118,7 +118,7 @@ struct HloAttributes {
   std::optional<bool> constrain_layout;
   std::optional<SourceTargetPairs> source_target_pairs;
   std::optional<std::string> custom_call_target;
-  std::optional<std::string> fusion_kind;  // kLoop, kInput, kOutput, kCustom
+  std::optional<std::string> fusion_kind;   // kLoop, kInput, kOutput, kCustom
   std::optional<std::string> distribution;  // rng_uniform, rng_normal
 };
 

@@ -15,14 +15,10 @@ const SharedValue<Shape>& InvalidShape() {
 // ================================================================= instruction
 
 HloInstruction::HloInstruction(HloOpcode opcode, std::string name, Shape shape)
-    : opcode_(opcode),
-      name_(std::move(name)),
-      shape_(SharedValue<Shape>::Make(std::move(shape))) {}
+    : opcode_(opcode), name_(std::move(name)), shape_(SharedValue<Shape>::Make(std::move(shape))) {}
 
 HloInstruction::HloInstruction(HloOpcode opcode, std::string name, SharedValue<Shape> shape)
-    : opcode_(opcode),
-      name_(std::move(name)),
-      shape_(shape ? std::move(shape) : InvalidShape()) {}
+    : opcode_(opcode), name_(std::move(name)), shape_(shape ? std::move(shape) : InvalidShape()) {}
 
 HloInstruction::HloInstruction(const HloInstruction& other)
     : opcode_(other.opcode_),

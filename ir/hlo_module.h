@@ -4,7 +4,6 @@
 #ifndef SPMDCHECK_IR_HLO_MODULE_H_
 #define SPMDCHECK_IR_HLO_MODULE_H_
 
-#include "absl/strings/string_view.h"
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -16,6 +15,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/hash/hash.h"
+#include "absl/strings/string_view.h"
 #include "ir/hlo_attributes.h"
 #include "ir/hlo_opcode.h"
 #include "ir/literal.h"
@@ -258,9 +258,7 @@ class HloComputation {
 
   // Takes ownership; the name must be unique in this computation (checked by the caller).
   HloInstruction* AddInstruction(std::unique_ptr<HloInstruction> instruction);
-  const std::vector<std::unique_ptr<HloInstruction>>& instructions() const {
-    return instructions_;
-  }
+  const std::vector<std::unique_ptr<HloInstruction>>& instructions() const { return instructions_; }
   int64_t instruction_count() const { return static_cast<int64_t>(instructions_.size()); }
   // The first instruction named `name`, or nullptr.
   HloInstruction* FindInstruction(absl::string_view name) const;
@@ -320,9 +318,7 @@ class HloModule {
   void set_name(std::string name) { name_ = std::move(name); }
 
   HloComputation* AddComputation(std::unique_ptr<HloComputation> computation);
-  const std::vector<std::unique_ptr<HloComputation>>& computations() const {
-    return computations_;
-  }
+  const std::vector<std::unique_ptr<HloComputation>>& computations() const { return computations_; }
   HloComputation* FindComputation(absl::string_view name) const;
   // Reserves room for `count` computations.
   void ReserveComputations(int64_t count) { computations_.reserve(count); }

@@ -112,8 +112,8 @@ class LineTracker {
         if (text_[i] == '\n') --line_;
       }
       const void* nl = target == 0 ? nullptr : memrchr(text_.data(), '\n', target);
-      line_start_ = nl == nullptr ? 0 : static_cast<size_t>(static_cast<const char*>(nl) -
-                                                            text_.data()) + 1;
+      line_start_ =
+          nl == nullptr ? 0 : static_cast<size_t>(static_cast<const char*>(nl) - text_.data()) + 1;
     }
     pos_ = target;
     return {line_, static_cast<int64_t>(offset - line_start_) + 1};
@@ -181,8 +181,8 @@ class Parser {
                               std::string(1, lex_.Peek()), "'"));
   }
   std::string Warning(size_t offset, absl::string_view message) const {
-    return absl::StrCat(source_.path(), ":", source_.LineOf(offset), ":",
-                        source_.ColumnOf(offset), ": warning: ", message);
+    return absl::StrCat(source_.path(), ":", source_.LineOf(offset), ":", source_.ColumnOf(offset),
+                        ": warning: ", message);
   }
   SourceLocation LocationOf(size_t offset) { return lines_.At(offset); }
 
@@ -250,17 +250,15 @@ class Parser {
   void InternAttributes(HloInstruction* instruction);
   absl::Status ParseCalledComputations(HloInstruction* instruction, absl::string_view role,
                                        bool is_list);
-  absl::Status ResolveComputation(const ParsedComputation& parsed,
-                                  std::vector<size_t>* unresolved);
+  absl::Status ResolveComputation(const ParsedComputation& parsed, std::vector<size_t>* unresolved);
   absl::Status ResolveCalls();
   absl::Status InferMissingShapes(const ParsedComputation& parsed,
                                   const std::vector<size_t>& missing,
                                   const std::vector<size_t>& written);
   absl::Status AddFragmentParameters(HloComputation* computation,
                                      const std::vector<size_t>& unresolved);
-  std::optional<Shape> InferUndefinedOperandShape(const HloInstruction& user,
-                                                  int64_t operand_count, int64_t index,
-                                                  std::string* note);
+  std::optional<Shape> InferUndefinedOperandShape(const HloInstruction& user, int64_t operand_count,
+                                                  int64_t index, std::string* note);
   void SkipToNextStatement();
   void AbandonComputation(HloComputation* computation);
   std::string FreshName(absl::string_view base);
@@ -435,9 +433,9 @@ absl::Status Parser::ParseShape(Shape* shape, int depth, bool allow_layout) {
   absl::string_view type_name = lex_.ConsumeIdentifier();
   std::optional<PrimitiveType> type = PrimitiveTypeFromName(type_name);
   if (!type.has_value()) {
-    return ErrorAt(start, type_name.empty() ? "expected a shape"
-                                            : absl::StrCat("unknown element type '", type_name,
-                                                           "'"));
+    return ErrorAt(start, type_name.empty()
+                              ? "expected a shape"
+                              : absl::StrCat("unknown element type '", type_name, "'"));
   }
   if (lex_.PeekRaw() != '[') return Error("expected '[' after the element type");
   lex_.TryConsume('[');
@@ -470,8 +468,8 @@ absl::Status Parser::ParseShape(Shape* shape, int depth, bool allow_layout) {
     // Large shapes are fine as types (partitioner tests use them); only materialising one
     // (a constant, a run) is limited to kMaxArrayElements. A count past int64 is an error.
     if (!CheckedProduct(dims).has_value()) {
-      return ErrorAt(start, absl::StrCat("shape ", shape->ToString(false),
-                                         " has more than 2^63 elements"));
+      return ErrorAt(
+          start, absl::StrCat("shape ", shape->ToString(false), " has more than 2^63 elements"));
     }
   }
   if (!allow_layout) return absl::OkStatus();
@@ -526,9 +524,8 @@ absl::Status Parser::ParseLayout(Shape* shape) {
   if (!status.ok()) return status;
   if (shape->IsArray() && !layout.minor_to_major.empty() &&
       static_cast<int64_t>(layout.minor_to_major.size()) != shape->rank()) {
-    return Error(absl::StrCat("layout ", layout.ToString(), " has ",
-                              layout.minor_to_major.size(), " entries but the shape has rank ",
-                              shape->rank()));
+    return Error(absl::StrCat("layout ", layout.ToString(), " has ", layout.minor_to_major.size(),
+                              " entries but the shape has rank ", shape->rank()));
   }
   shape->set_layout(std::move(layout));
   return absl::OkStatus();
@@ -743,9 +740,9 @@ absl::Status Parser::ParseSingleSharding(HloSharding* sharding) {
       subgroup_types.clear();
     }
     if (static_cast<int64_t>(subgroup_types.size()) > tiles->num_dimensions()) {
-      return ErrorAt(start, absl::StrCat("the sharding has ", subgroup_types.size(),
-                                         " subgroup dims but only ", tiles->num_dimensions(),
-                                         " tile dims"));
+      return ErrorAt(
+          start, absl::StrCat("the sharding has ", subgroup_types.size(),
+                              " subgroup dims but only ", tiles->num_dimensions(), " tile dims"));
     }
     result = HloSharding::Subgroup(*tiles, subgroup_types);
   }
@@ -869,8 +866,8 @@ absl::Status Parser::ParseSourceTargetPairs(SourceTargetPairs* pairs) {
     status = ParseIntList('{', '}', &pair, "a source-target pair");
     if (!status.ok()) return status;
     if (pair.size() != 2) {
-      return ErrorAt(start, absl::StrCat("a source-target pair needs exactly 2 ids, not ",
-                                         pair.size()));
+      return ErrorAt(start,
+                     absl::StrCat("a source-target pair needs exactly 2 ids, not ", pair.size()));
     }
     pairs->push_back({pair[0], pair[1]});
   } while (lex_.TryConsume(','));
@@ -944,8 +941,7 @@ absl::Status Parser::ParseScalarInto(Literal* literal, int64_t index) {
     }
     const bool fits = is_signed && (bits >= 64 || v >= -(int64_t{1} << (bits - 1)));
     if (!fits) {
-      return ErrorAt(start,
-                     absl::StrCat(token, " is out of range for ", PrimitiveTypeName(type)));
+      return ErrorAt(start, absl::StrCat(token, " is out of range for ", PrimitiveTypeName(type)));
     }
     literal->SetInt64(index, v);
   } else {
@@ -955,8 +951,7 @@ absl::Status Parser::ParseScalarInto(Literal* literal, int64_t index) {
     }
     const int value_bits = type == PrimitiveType::kPred ? 1 : (is_signed ? bits - 1 : bits);
     if (value_bits < 64 && v >= (uint64_t{1} << value_bits)) {
-      return ErrorAt(start,
-                     absl::StrCat(token, " is out of range for ", PrimitiveTypeName(type)));
+      return ErrorAt(start, absl::StrCat(token, " is out of range for ", PrimitiveTypeName(type)));
     }
     literal->SetUint64(index, v);
   }
@@ -988,9 +983,9 @@ absl::Status Parser::ParseArrayElements(Literal* literal, int64_t dim, int64_t* 
     if (!status.ok()) return status;
   }
   if (count != size) {
-    return ErrorAt(start, absl::StrCat("dimension ", dim, " of the literal has ", count,
-                                       " entries but the shape ", shape.ToString(false),
-                                       " needs ", size));
+    return ErrorAt(start,
+                   absl::StrCat("dimension ", dim, " of the literal has ", count,
+                                " entries but the shape ", shape.ToString(false), " needs ", size));
   }
   return absl::OkStatus();
 }
@@ -1105,8 +1100,9 @@ absl::Status Parser::ParseWindow(std::vector<WindowDim>* window) {
     const size_t item = lex_.pos();
     absl::string_view field = lex_.ConsumeIdentifier();
     if (field.empty() || !lex_.TryConsume('=')) {
-      return ErrorAt(item, "expected a window field (size=, stride=, pad=, lhs_dilate=, "
-                           "rhs_dilate=, rhs_reversal=)");
+      return ErrorAt(item,
+                     "expected a window field (size=, stride=, pad=, lhs_dilate=, "
+                     "rhs_dilate=, rhs_reversal=)");
     }
     if (field == "pad") {
       std::vector<PadDim> pads;
@@ -1155,9 +1151,8 @@ absl::Status Parser::ParseDimLabels(ConvolutionDimensionNumbers* dnums) {
   const size_t start = lex_.pos();
   absl::string_view text = lex_.text();
   size_t p = start;
-  while (p < text.size() && (std::isalnum(static_cast<unsigned char>(text[p])) ||
-                             text[p] == '_' || text[p] == '-' || text[p] == '>' ||
-                             text[p] == '?')) {
+  while (p < text.size() && (std::isalnum(static_cast<unsigned char>(text[p])) || text[p] == '_' ||
+                             text[p] == '-' || text[p] == '>' || text[p] == '?')) {
     ++p;
   }
   absl::string_view labels = text.substr(start, p - start);
@@ -1166,8 +1161,8 @@ absl::Status Parser::ParseDimLabels(ConvolutionDimensionNumbers* dnums) {
   const size_t arrow = labels.find("->");
   if (underscore == absl::string_view::npos || arrow == absl::string_view::npos ||
       arrow < underscore) {
-    return ErrorAt(start, absl::StrCat("malformed dim_labels '", labels,
-                                       "' (expected e.g. b01f_01io->b01f)"));
+    return ErrorAt(
+        start, absl::StrCat("malformed dim_labels '", labels, "' (expected e.g. b01f_01io->b01f)"));
   }
   absl::string_view lhs = labels.substr(0, underscore);
   absl::string_view rhs = labels.substr(underscore + 1, arrow - underscore - 1);
@@ -1308,9 +1303,8 @@ absl::Status Parser::ParseAttribute(HloInstruction* instruction) {
     return absl::OkStatus();
   }
   const HloOpcode op = instruction->opcode();
-  if (name == "to_apply" || name == "condition" || name == "body" ||
-      name == "true_computation" || name == "false_computation" ||
-      (name == "calls" && op != HloOpcode::kCustomCall) ||
+  if (name == "to_apply" || name == "condition" || name == "body" || name == "true_computation" ||
+      name == "false_computation" || (name == "calls" && op != HloOpcode::kCustomCall) ||
       (op == HloOpcode::kSelectAndScatter && (name == "select" || name == "scatter"))) {
     return ParseCalledComputations(instruction, name, /*is_list=*/false);
   }
@@ -1331,9 +1325,8 @@ absl::Status Parser::ParseAttribute(HloInstruction* instruction) {
   return absl::OkStatus();
 }
 
-absl::Status Parser::ParseStructuredAttribute(HloInstruction* instruction,
-                                              absl::string_view name, size_t start,
-                                              bool* handled) {
+absl::Status Parser::ParseStructuredAttribute(HloInstruction* instruction, absl::string_view name,
+                                              size_t start, bool* handled) {
   *handled = true;
   // Read into a scratch value that InternAttributes() hands to the instruction.
   auto A = [&]() -> HloAttributes& {
@@ -1521,8 +1514,7 @@ std::string Parser::FreshName(absl::string_view base) {
   return absl::StrCat(base, ".", ++fresh_counter_);
 }
 
-absl::Status Parser::ParseOperands(PendingComputation* pending, HloInstruction* user,
-                                   int depth) {
+absl::Status Parser::ParseOperands(PendingComputation* pending, HloInstruction* user, int depth) {
   if (depth > kMaxNestingDepth) {
     return Error(absl::StrCat("operands nested deeper than ", kMaxNestingDepth, " levels"));
   }
@@ -1737,9 +1729,8 @@ absl::Status Parser::ParseInstructionList(PendingComputation* pending, bool unti
     if (until_brace) {
       if (lex_.TryConsume('}')) break;
       if (lex_.AtEnd()) {
-        return ErrorAt(pending->offset,
-                       absl::StrCat("computation '", pending->computation->name(),
-                                    "' is cut off: no closing '}'"));
+        return ErrorAt(pending->offset, absl::StrCat("computation '", pending->computation->name(),
+                                                     "' is cut off: no closing '}'"));
       }
     } else if (lex_.AtEnd()) {
       break;
@@ -1785,14 +1776,14 @@ absl::Status Parser::ParseInstructionList(PendingComputation* pending, bool unti
     lex_.set_pos(start);
     SkipToNextStatement();
     const size_t end = lex_.pos();
-    const int64_t last =
-        std::max(first, end >= source_.text().size() ? source_.LineOf(end) : source_.LineOf(end) - 1);
+    const int64_t last = std::max(
+        first, end >= source_.text().size() ? source_.LineOf(end) : source_.LineOf(end) - 1);
     std::string reason(status.message());
     const size_t newline = reason.find('\n');
     if (newline != std::string::npos) reason.resize(newline);
-    warnings_.push_back(Warning(
-        start, absl::StrCat("statement on lines ", first, "-", last,
-                            " is cut off or malformed and was skipped (", reason, ")")));
+    warnings_.push_back(
+        Warning(start, absl::StrCat("statement on lines ", first, "-", last,
+                                    " is cut off or malformed and was skipped (", reason, ")")));
   }
   // The root: the written ROOT, else the last statement's instruction.
   if (pending->root != nullptr) {
@@ -1808,9 +1799,7 @@ void Parser::AbandonComputation(HloComputation* computation) {
   // An inline body that could not be read completely is kept in the module as it stood, but
   // nothing of it is resolved later: its instructions keep no operands.
   for (const auto& instruction : computation->instructions()) instruction->set_operands({});
-  auto in = [&](const HloInstruction* instruction) {
-    return instruction->parent() == computation;
-  };
+  auto in = [&](const HloInstruction* instruction) { return instruction->parent() == computation; };
   unresolved_.erase(std::remove_if(unresolved_.begin(), unresolved_.end(),
                                    [&](const UnresolvedOperand& u) { return in(u.user); }),
                     unresolved_.end());
@@ -1913,7 +1902,8 @@ absl::Status Parser::ParseComputation() {
       ExpectLazy('{', [&] { return absl::StrCat("to open computation '", name, "'"); });
   if (!status.ok()) return status;
   PendingComputation pending;
-  pending.computation = module_->AddComputation(std::make_unique<HloComputation>(std::string(name)));
+  pending.computation =
+      module_->AddComputation(std::make_unique<HloComputation>(std::string(name)));
   pending.computation->set_location(LocationOf(start));
   pending.offset = start;
   if (is_entry) {
@@ -2108,7 +2098,8 @@ absl::Status Parser::AddFragmentParameters(HloComputation* computation,
       const int64_t use_index = use->operand_index;
       shape = InferUndefinedOperandShape(user, operand_count, use_index, &note);
       // Scatter indices: updates scatter dims (+ index vector dim when inside the rank).
-      if (!shape && user.opcode() == HloOpcode::kScatter && user.attrs().scatter_dimension_numbers) {
+      if (!shape && user.opcode() == HloOpcode::kScatter &&
+          user.attrs().scatter_dimension_numbers) {
         const int64_t n = (operand_count - 1) / 2;
         const ScatterDimensionNumbers& d = *user.attrs().scatter_dimension_numbers;
         if (use_index == n && operand_count > n + 1) {
@@ -2140,25 +2131,26 @@ absl::Status Parser::AddFragmentParameters(HloComputation* computation,
     const UnresolvedOperand& first = *list.front();
     if (!shape.has_value()) {
       return ErrorAt(first.offset,
-                     absl::StrCat("'", name, "' is not defined in the paste and its shape cannot "
-                                  "be inferred from '", first.user->name(),
+                     absl::StrCat("'", name,
+                                  "' is not defined in the paste and its shape cannot "
+                                  "be inferred from '",
+                                  first.user->name(),
                                   "'; paste its definition or write its shape before it, e.g. "
-                                  "'f32[8] ", name, "'"));
+                                  "'f32[8] ",
+                                  name, "'"));
     }
-    auto parameter =
-        std::make_unique<HloInstruction>(HloOpcode::kParameter, name, *shape);
+    auto parameter = std::make_unique<HloInstruction>(HloOpcode::kParameter, name, *shape);
     parameter->set_parameter_number(next_parameter);
     parameter->set_location(LocationOf(first.offset));
     computation->AddInstruction(std::move(parameter));
-    warnings_.push_back(Warning(
-        first.offset,
-        absl::StrCat("'", name, "' is not defined in the paste; it becomes parameter(",
-                     next_parameter, ") with shape ",
-                     shape->IsTuple() && shape->tuple_size() > 5
-                         ? absl::StrCat("(a ", shape->tuple_size(), "-element tuple)")
-                         : shape->ToString(false),
-                     " (", source,
-                     note.empty() ? "" : "; ", note, ")")));
+    warnings_.push_back(
+        Warning(first.offset,
+                absl::StrCat("'", name, "' is not defined in the paste; it becomes parameter(",
+                             next_parameter, ") with shape ",
+                             shape->IsTuple() && shape->tuple_size() > 5
+                                 ? absl::StrCat("(a ", shape->tuple_size(), "-element tuple)")
+                                 : shape->ToString(false),
+                             " (", source, note.empty() ? "" : "; ", note, ")")));
     ++next_parameter;
   }
   return absl::OkStatus();
@@ -2179,9 +2171,8 @@ absl::Status Parser::ResolveComputation(const ParsedComputation& parsed,
     const UnresolvedOperand& operand = unresolved_[i];
     HloInstruction* target = computation->FindInstruction(operand.name);
     if (target == nullptr) {
-      return ErrorAt(operand.offset,
-                     absl::StrCat("use of undefined instruction '", operand.name,
-                                  "' in computation '", computation->name(), "'"));
+      return ErrorAt(operand.offset, absl::StrCat("use of undefined instruction '", operand.name,
+                                                  "' in computation '", computation->name(), "'"));
     }
     operand.user->ReplaceOperand(operand.operand_index, target);
   }
@@ -2232,9 +2223,8 @@ absl::Status Parser::InferMissingShapes(const ParsedComputation& parsed,
                      module_->has_replica_count() ? module_->replica_count() : 0);
       if (!shape.ok()) {
         if (absl::IsUnimplemented(shape.status())) {
-          return ErrorAt(offset, absl::StrCat("cannot infer the shape of '",
-                                              instruction->name(), "' (",
-                                              HloOpcodeString(instruction->opcode()),
+          return ErrorAt(offset, absl::StrCat("cannot infer the shape of '", instruction->name(),
+                                              "' (", HloOpcodeString(instruction->opcode()),
                                               "); write it before the opcode"));
         }
         return ErrorAt(offset, shape.status().message());
@@ -2249,8 +2239,8 @@ absl::Status Parser::InferMissingShapes(const ParsedComputation& parsed,
       if (defined.IsValid() && !defined.Compatible(*operand.shape)) {
         return ErrorAt(operand.offset,
                        absl::StrCat("operand '", operand.name, "' is written as ",
-                                    operand.shape->ToString(false),
-                                    " but it is defined as ", defined.ToString(false)));
+                                    operand.shape->ToString(false), " but it is defined as ",
+                                    defined.ToString(false)));
       }
     }
   }
@@ -2259,9 +2249,9 @@ absl::Status Parser::InferMissingShapes(const ParsedComputation& parsed,
 
 absl::StatusOr<ParsedModule> Parser::ParseModule() {
   if (source_.text().size() > kMaxInputBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        source_.path(), ":1:1: error: the input is ", source_.text().size(),
-        " bytes; inputs over 1 GiB are not accepted"));
+    return absl::InvalidArgumentError(absl::StrCat(source_.path(), ":1:1: error: the input is ",
+                                                   source_.text().size(),
+                                                   " bytes; inputs over 1 GiB are not accepted"));
   }
   module_ = std::make_unique<HloModule>("fragment");
   module_->set_source_path(source_.path());
@@ -2276,8 +2266,8 @@ absl::StatusOr<ParsedModule> Parser::ParseModule() {
     status = ParseInstructionList(&pending, /*until_brace=*/false);
     if (!status.ok()) return status;
     if (pending.completed == 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          source_.path(), ":1:1: error: the fragment holds no complete statement"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(source_.path(), ":1:1: error: the fragment holds no complete statement"));
     }
     computations_.push_back({pending.computation, pending.offset, pending.out_of_order});
   } else {

@@ -144,12 +144,11 @@ std::string PrintComputation(const HloComputation& computation, bool is_entry,
       params.push_back(absl::StrCat(p->name(), ": ", p->shape().ToString(options.print_layouts)));
     }
   }
-  std::string out = absl::StrCat(is_entry ? "ENTRY " : "", computation.name(), " (",
-                                 absl::StrJoin(params, ", "), ") -> ",
-                                 computation.root() != nullptr
-                                     ? computation.root()->shape().ToString(options.print_layouts)
-                                     : "()",
-                                 " {\n");
+  std::string out = absl::StrCat(
+      is_entry ? "ENTRY " : "", computation.name(), " (", absl::StrJoin(params, ", "), ") -> ",
+      computation.root() != nullptr ? computation.root()->shape().ToString(options.print_layouts)
+                                    : "()",
+      " {\n");
   std::vector<HloInstruction*> order = computation.PostOrder();
   if (order.empty()) {
     for (const auto& instruction : computation.instructions()) order.push_back(instruction.get());
@@ -179,8 +178,7 @@ std::string PrintModule(const HloModule& module, const PrintOptions& options) {
   // Callees before callers (XLA's parser needs a computation defined before it is called).
   std::vector<const HloComputation*> order;
   absl::flat_hash_set<const HloComputation*> visited;
-  std::function<void(const HloComputation*, int)> visit = [&](const HloComputation* c,
-                                                             int depth) {
+  std::function<void(const HloComputation*, int)> visit = [&](const HloComputation* c, int depth) {
     if (!visited.insert(c).second || depth > 4096) return;
     for (const auto& instruction : c->instructions()) {
       for (const HloComputation* callee : instruction->AllCalledComputations()) {

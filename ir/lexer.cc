@@ -92,7 +92,8 @@ absl::string_view Lexer::ConsumeNumberToken() {
   if (p < text_.size() && (text_[p] == '-' || text_[p] == '+')) ++p;
   absl::string_view rest = text_.substr(p);
   auto word = [&](absl::string_view w) {
-    return absl::StartsWith(rest, w) && !IsNameChar(p + w.size() < text_.size() ? text_[p + w.size()] : '\0');
+    return absl::StartsWith(rest, w) &&
+           !IsNameChar(p + w.size() < text_.size() ? text_[p + w.size()] : '\0');
   };
   if (word("inf") || word("true") || word("false")) {
     p += word("inf") ? 3 : (word("true") ? 4 : 5);
@@ -198,8 +199,8 @@ absl::StatusOr<absl::string_view> Lexer::ScanBalancedValue(int max_depth) {
         absl::StrCat("unbalanced brackets: missing '", std::string(1, stack.back()), "'"));
   }
   size_t end = p;
-  while (end > start && (text_[end - 1] == ' ' || text_[end - 1] == '\t' ||
-                         text_[end - 1] == '\r')) {
+  while (end > start &&
+         (text_[end - 1] == ' ' || text_[end - 1] == '\t' || text_[end - 1] == '\r')) {
     --end;
   }
   pos_ = p;

@@ -52,8 +52,8 @@ class Literal {
 
   // Value accessors that convert from the element type.
   double GetDouble(int64_t i) const;
-  int64_t GetInt64(int64_t i) const;     // Integral and pred types (sign-extended).
-  uint64_t GetUint64(int64_t i) const;   // Integral and pred types (zero-extended).
+  int64_t GetInt64(int64_t i) const;    // Integral and pred types (sign-extended).
+  uint64_t GetUint64(int64_t i) const;  // Integral and pred types (zero-extended).
   std::complex<double> GetComplex(int64_t i) const;
   // Setters that convert into the element type (floats round to nearest even; integers wrap).
   void SetDouble(int64_t i, double value);

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "ir/sharding.h"
 #include "ir/tile_assignment.h"
 
@@ -33,7 +33,8 @@ class Mesh {
 
   // dim_axes[k] lists the axes that split array dim k, major to minor; axes not used by any dim
   // become a replication subgroup (`last_tile_dim_replicate`). Each axis at most once.
-  absl::StatusOr<HloSharding> ShardingFor(const std::vector<std::vector<std::string>>& dim_axes) const;
+  absl::StatusOr<HloSharding> ShardingFor(
+      const std::vector<std::vector<std::string>>& dim_axes) const;
 
   // `mesh[data=2,model=4]`, plus ` devices=...` when the device order is not the plain iota.
   std::string ToString() const;

@@ -97,17 +97,17 @@ absl::Status ValidateReplicaGroups(const ReplicaGroups& groups, int64_t expected
       max_id = std::max(max_id, id);
     }
     if (require_uniform && static_cast<int64_t>(members.size()) != groups.first_group_size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "replica groups must have equal sizes: group 0 has ", groups.first_group_size(),
-          " members, group ", g, " has ", members.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("replica groups must have equal sizes: group 0 has ",
+                       groups.first_group_size(), " members, group ", g, " has ", members.size()));
     }
   }
   const int64_t n = static_cast<int64_t>(seen.size());
   if (max_id + 1 != n) {
     for (int64_t id = 0; id < n; ++id) {
       if (!seen.contains(id)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "replica groups do not cover ids 0..", n - 1, ": id ", id, " is missing"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("replica groups do not cover ids 0..", n - 1, ": id ", id, " is missing"));
       }
     }
   }

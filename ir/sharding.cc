@@ -149,8 +149,8 @@ HloSharding HloSharding::Subgroup(const TileAssignment& tiles,
   }
   HloSharding s;
   s.kind_ = Kind::kTiled;
-  s.tiles_ = new_types.back() == SubgroupType::kReplicated ? SortLastDimGroups(reordered)
-                                                           : reordered;
+  s.tiles_ =
+      new_types.back() == SubgroupType::kReplicated ? SortLastDimGroups(reordered) : reordered;
   s.subgroup_types_ = std::move(new_types);
   return s;
 }
@@ -246,8 +246,7 @@ absl::Status HloSharding::Validate(const Shape& shape, int64_t num_devices) cons
     case Kind::kMaximal:
       if (maximal_device_ < 0 || (num_devices > 0 && maximal_device_ >= num_devices)) {
         return absl::InvalidArgumentError(absl::StrCat("maximal device ", maximal_device_,
-                                                       " is out of range [0, ", num_devices,
-                                                       ")"));
+                                                       " is out of range [0, ", num_devices, ")"));
       }
       return absl::OkStatus();
     case Kind::kTiled:
@@ -258,9 +257,9 @@ absl::Status HloSharding::Validate(const Shape& shape, int64_t num_devices) cons
   const int64_t data_rank = TiledDataRank();
   const int64_t rank = shape.IsArray() ? shape.rank() : 0;
   if (data_rank != rank) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "sharding ", ToString(false), " has data rank ", data_rank, " but the shape ",
-        shape.ToString(false), " has rank ", rank));
+    return absl::InvalidArgumentError(absl::StrCat("sharding ", ToString(false), " has data rank ",
+                                                   data_rank, " but the shape ",
+                                                   shape.ToString(false), " has rank ", rank));
   }
   if (!tiles_.DevicesDistinct()) {
     std::vector<int64_t> devices = tiles_.Devices();
@@ -271,15 +270,14 @@ absl::Status HloSharding::Validate(const Shape& shape, int64_t num_devices) cons
   }
   if (num_devices > 0) {
     if (tiles_.DeviceBound() > num_devices) {
-      return absl::InvalidArgumentError(absl::StrCat("sharding ", ToString(false),
-                                                     " uses device ", tiles_.DeviceBound() - 1,
-                                                     " but there are only ", num_devices,
-                                                     " devices"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sharding ", ToString(false), " uses device ", tiles_.DeviceBound() - 1,
+                       " but there are only ", num_devices, " devices"));
     }
     if (tiles_.num_elements() != num_devices) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sharding ", ToString(false), " assigns ", tiles_.num_elements(),
-          " devices but the module has ", num_devices));
+      return absl::InvalidArgumentError(absl::StrCat("sharding ", ToString(false), " assigns ",
+                                                     tiles_.num_elements(),
+                                                     " devices but the module has ", num_devices));
     }
   }
   return absl::OkStatus();
@@ -295,7 +293,7 @@ std::optional<std::vector<int64_t>> HloSharding::DataTileIndexOf(int64_t device)
 }
 
 std::optional<std::vector<ShardRange>> HloSharding::RangesForDevice(const Shape& shape,
-                                                                     int64_t device) const {
+                                                                    int64_t device) const {
   std::optional<std::vector<int64_t>> index = DataTileIndexOf(device);
   if (!index) return std::nullopt;
   std::vector<ShardRange> ranges(shape.rank());
@@ -425,7 +423,8 @@ std::string HloSharding::ToString(bool include_metadata) const {
     }
     out += "}";
   }
-  if (shard_group_kind_ == ShardGroupKind::kAs) absl::StrAppend(&out, " shard_as ", shard_group_id_);
+  if (shard_group_kind_ == ShardGroupKind::kAs)
+    absl::StrAppend(&out, " shard_as ", shard_group_id_);
   if (shard_group_kind_ == ShardGroupKind::kLike) {
     absl::StrAppend(&out, " shard_like ", shard_group_id_);
   }

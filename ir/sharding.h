@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/string_view.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ir/shape.h"
 #include "ir/tile_assignment.h"
@@ -32,7 +32,15 @@ struct ShardRange {
 
 class HloSharding {
  public:
-  enum class Kind : uint8_t { kReplicated, kMaximal, kManual, kUnknown, kUnreduced, kTiled, kTuple };
+  enum class Kind : uint8_t {
+    kReplicated,
+    kMaximal,
+    kManual,
+    kUnknown,
+    kUnreduced,
+    kTiled,
+    kTuple
+  };
   enum class ShardGroupKind : uint8_t { kNone, kAs, kLike };
 
   HloSharding() = default;  // Replicated.

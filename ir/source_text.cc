@@ -47,8 +47,7 @@ absl::string_view SourceText::Line(int64_t line) const {
   const std::vector<size_t>& starts = LineStarts();
   if (line < 1 || line > static_cast<int64_t>(starts.size())) return {};
   const size_t start = starts[line - 1];
-  size_t end = line < static_cast<int64_t>(starts.size()) ? starts[line] - 1
-                                                                 : text_.size();
+  size_t end = line < static_cast<int64_t>(starts.size()) ? starts[line] - 1 : text_.size();
   if (end > start && text_[end - 1] == '\r') --end;
   return text_.substr(start, end - start);
 }

@@ -78,10 +78,9 @@ absl::StatusOr<IotaTileAssignment> IotaTileAssignment::Create(
     absl::Span<const int64_t> perm) {
   if (reshape_dims.empty()) return absl::InvalidArgumentError("iota reshape dims are empty");
   if (perm.size() != reshape_dims.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("transpose T(", absl::StrJoin(perm, ","),
-                                                   ") has ", perm.size(), " entries but [",
-                                                   absl::StrJoin(reshape_dims, ","), "] has ",
-                                                   reshape_dims.size()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "transpose T(", absl::StrJoin(perm, ","), ") has ", perm.size(), " entries but [",
+        absl::StrJoin(reshape_dims, ","), "] has ", reshape_dims.size()));
   }
   std::vector<bool> seen(perm.size(), false);
   for (int64_t p : perm) {
@@ -103,10 +102,9 @@ absl::StatusOr<IotaTileAssignment> IotaTileAssignment::Create(
     return absl::InvalidArgumentError("tile assignment has more than 2^31 devices");
   }
   if (*n_dims != *n_reshape) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tile assignment [", absl::StrJoin(dims, ","), "] has ", *n_dims,
-                     " devices but the iota [", absl::StrJoin(reshape_dims, ","), "] has ",
-                     *n_reshape));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tile assignment [", absl::StrJoin(dims, ","), "] has ", *n_dims, " devices but the iota [",
+        absl::StrJoin(reshape_dims, ","), "] has ", *n_reshape));
   }
   IotaTileAssignment iota;
   iota.dims_.assign(dims.begin(), dims.end());
@@ -158,8 +156,7 @@ namespace {
 
 // The default assignment, built (and validated) once; default construction copies it.
 const TileAssignment& DefaultTileAssignment() {
-  static const TileAssignment* const kDefault =
-      new TileAssignment(IotaTileAssignment::Plain({1}));
+  static const TileAssignment* const kDefault = new TileAssignment(IotaTileAssignment::Plain({1}));
   return *kDefault;
 }
 
@@ -174,15 +171,15 @@ TileAssignment::TileAssignment(IotaTileAssignment iota)
       device_bound_(num_elements_) {}
 
 absl::StatusOr<TileAssignment> TileAssignment::Iota(absl::Span<const int64_t> dims,
-                                                     absl::Span<const int64_t> reshape_dims,
-                                                     absl::Span<const int64_t> perm) {
+                                                    absl::Span<const int64_t> reshape_dims,
+                                                    absl::Span<const int64_t> perm) {
   absl::StatusOr<IotaTileAssignment> iota = IotaTileAssignment::Create(dims, reshape_dims, perm);
   if (!iota.ok()) return iota.status();
   return TileAssignment(*std::move(iota));
 }
 
 absl::StatusOr<TileAssignment> TileAssignment::Explicit(absl::Span<const int64_t> dims,
-                                                         std::vector<int64_t> devices) {
+                                                        std::vector<int64_t> devices) {
   for (int64_t d : dims) {
     if (d <= 0) return absl::InvalidArgumentError("tile assignment dims must be positive");
   }
@@ -191,9 +188,9 @@ absl::StatusOr<TileAssignment> TileAssignment::Explicit(absl::Span<const int64_t
     return absl::InvalidArgumentError("tile assignment has more than 2^31 devices");
   }
   if (*n != static_cast<int64_t>(devices.size())) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tile assignment [", absl::StrJoin(dims, ","), "] needs ", *n,
-                     " devices but the list has ", devices.size()));
+    return absl::InvalidArgumentError(absl::StrCat("tile assignment [", absl::StrJoin(dims, ","),
+                                                   "] needs ", *n, " devices but the list has ",
+                                                   devices.size()));
   }
   TileAssignment result;
   result.dims_.assign(dims.begin(), dims.end());

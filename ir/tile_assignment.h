@@ -24,8 +24,8 @@ class IotaTileAssignment {
  public:
   // Validates that prod(dims) == prod(reshape_dims) and that perm is a permutation.
   static absl::StatusOr<IotaTileAssignment> Create(absl::Span<const int64_t> dims,
-                                                    absl::Span<const int64_t> reshape_dims,
-                                                    absl::Span<const int64_t> perm);
+                                                   absl::Span<const int64_t> reshape_dims,
+                                                   absl::Span<const int64_t> perm);
   // The plain iota 0..N-1 viewed with shape dims.
   static IotaTileAssignment Plain(absl::Span<const int64_t> dims);
 
@@ -64,11 +64,11 @@ class TileAssignment {
     return TileAssignment(IotaTileAssignment::Plain(dims));
   }
   static absl::StatusOr<TileAssignment> Iota(absl::Span<const int64_t> dims,
-                                              absl::Span<const int64_t> reshape_dims,
-                                              absl::Span<const int64_t> perm);
+                                             absl::Span<const int64_t> reshape_dims,
+                                             absl::Span<const int64_t> perm);
   // An explicit row-major device list; devices.size() must equal prod(dims).
   static absl::StatusOr<TileAssignment> Explicit(absl::Span<const int64_t> dims,
-                                                  std::vector<int64_t> devices);
+                                                 std::vector<int64_t> devices);
 
   const std::vector<int64_t>& dims() const { return dims_; }
   int64_t num_dimensions() const { return static_cast<int64_t>(dims_.size()); }

@@ -86,9 +86,8 @@ absl::StatusOr<GroupMode> GroupModeOf(const HloInstruction& instruction) {
   const bool global_ids = attrs.use_global_device_ids.value_or(false);
   if (!HasGlobalDeviceIdsFlag(instruction.opcode())) {
     if (global_ids) {
-      return InstructionError(instruction,
-                              absl::StrCat(HloOpcodeString(instruction.opcode()),
-                                           " has no use_global_device_ids attribute"));
+      return InstructionError(instruction, absl::StrCat(HloOpcodeString(instruction.opcode()),
+                                                        " has no use_global_device_ids attribute"));
     }
     return has_channel ? GroupMode::kCrossPartition : GroupMode::kCrossReplica;
   }
@@ -168,8 +167,7 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CollectiveGroups(
     std::vector<std::vector<int64_t>> explicit_groups;
     if (!iota) explicit_groups = written.groups();
     for (int64_t g = 0; g < num_groups; ++g) {
-      const int64_t size = iota ? iota->dims()[1]
-                                : static_cast<int64_t>(explicit_groups[g].size());
+      const int64_t size = iota ? iota->dims()[1] : static_cast<int64_t>(explicit_groups[g].size());
       if (size == 0) {
         return InstructionError(instruction, absl::StrCat("replica group ", g, " is empty"));
       }
@@ -184,10 +182,10 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CollectiveGroups(
                            " mode (replica_count=", R, ", num_partitions=", P, ")"));
         }
         if (seen[id]) {
-          return InstructionError(instruction,
-                                  absl::StrCat(IdKind(mode), " ", id,
-                                               " appears more than once in replica_groups ",
-                                               written.ToString()));
+          return InstructionError(
+              instruction,
+              absl::StrCat(IdKind(mode), " ", id, " appears more than once in replica_groups ",
+                           written.ToString()));
         }
         seen[id] = 1;
         members.push_back(id);
@@ -197,10 +195,9 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CollectiveGroups(
     for (int64_t id = 0; id < id_limit; ++id) {
       if (!seen[id]) {
         return InstructionError(
-            instruction,
-            absl::StrCat(IdKind(mode), " ", id, " is in no group of replica_groups ",
-                         written.ToString(), " (", GroupModeName(mode),
-                         " mode, replica_count=", R, ", num_partitions=", P, ")"));
+            instruction, absl::StrCat(IdKind(mode), " ", id, " is in no group of replica_groups ",
+                                      written.ToString(), " (", GroupModeName(mode),
+                                      " mode, replica_count=", R, ", num_partitions=", P, ")"));
       }
     }
   }

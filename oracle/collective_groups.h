@@ -17,7 +17,8 @@ namespace spmdcheck::oracle {
 enum class GroupMode {
   kCrossReplica,              // no channel_id: replica ids, one instance per partition
   kCrossPartition,            // channel_id on an op without use_global_device_ids: partition ids
-  kCrossReplicaAndPartition,  // channel_id, use_global_device_ids=false: replica ids x all partitions
+  kCrossReplicaAndPartition,  // channel_id, use_global_device_ids=false: replica ids x all
+                              // partitions
   kFlattenedID,               // channel_id, use_global_device_ids=true: flattened ids
 };
 

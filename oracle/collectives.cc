@@ -84,10 +84,9 @@ absl::StatusOr<std::vector<Group>> ExecutingGroups(const CollectiveArgs& args) {
   for (size_t i = 0; i < args.devices.size(); ++i) {
     const std::vector<const Literal*>& ops = (*args.operands)[i];
     if (static_cast<int64_t>(ops.size()) != instruction.operand_count()) {
-      return InstructionError(instruction,
-                              absl::StrCat("device ", args.devices[i], " has ", ops.size(),
-                                           " operand values, expected ",
-                                           instruction.operand_count()));
+      return InstructionError(
+          instruction, absl::StrCat("device ", args.devices[i], " has ", ops.size(),
+                                    " operand values, expected ", instruction.operand_count()));
     }
     for (const Literal* op : ops) {
       if (op == nullptr) {
@@ -104,8 +103,8 @@ absl::StatusOr<std::vector<Group>> ExecutingGroups(const CollectiveArgs& args) {
   for (size_t i = 0; i < args.devices.size(); ++i) {
     const int64_t d = args.devices[i];
     if (d < 0 || d >= total) {
-      return InstructionError(instruction, absl::StrCat("executing device ", d,
-                                                        " is out of range [0, ", total, ")"));
+      return InstructionError(
+          instruction, absl::StrCat("executing device ", d, " is out of range [0, ", total, ")"));
     }
     if (where[d] != -1) {
       return InstructionError(instruction,
@@ -119,11 +118,10 @@ absl::StatusOr<std::vector<Group>> ExecutingGroups(const CollectiveArgs& args) {
     for (int64_t id : ids) (where[id] >= 0 ? present : missing).push_back(id);
     if (present.empty()) continue;
     if (!missing.empty()) {
-      return InstructionError(
-          instruction,
-          absl::StrCat("devices ", Ids(missing), " of group ", Ids(ids),
-                       " do not execute this collective together with devices ", Ids(present),
-                       " (a participant never arrives)"));
+      return InstructionError(instruction,
+                              absl::StrCat("devices ", Ids(missing), " of group ", Ids(ids),
+                                           " do not execute this collective together with devices ",
+                                           Ids(present), " (a participant never arrives)"));
     }
     Group group;
     for (int64_t id : ids) group.positions.push_back(static_cast<size_t>(where[id]));
@@ -167,9 +165,9 @@ absl::StatusOr<std::vector<std::vector<const Literal*>>> MemberLeaves(const Coll
       };
       return InstructionError(
           instruction,
-          absl::StrCat("members of group ", Ids(group.ids), " disagree on the operand shape: device ",
-                       group.ids[0], " has ", shapes(leaves[0]), ", device ", group.ids[k], " has ",
-                       shapes(leaves[k])));
+          absl::StrCat("members of group ", Ids(group.ids),
+                       " disagree on the operand shape: device ", group.ids[0], " has ",
+                       shapes(leaves[0]), ", device ", group.ids[k], " has ", shapes(leaves[k])));
     }
   }
   return leaves;
@@ -204,9 +202,9 @@ absl::StatusOr<int64_t> OneDimension(const HloInstruction& instruction,
   const int64_t d = (*dims)[0];
   for (const Literal* leaf : leaves) {
     if (d < 0 || d >= leaf->shape().rank()) {
-      return InstructionError(instruction,
-                              absl::StrCat("dimension ", d, " is out of range for operand ",
-                                           Str(leaf->shape())));
+      return InstructionError(
+          instruction,
+          absl::StrCat("dimension ", d, " is out of range for operand ", Str(leaf->shape())));
     }
   }
   return d;
@@ -261,7 +259,7 @@ void BlockAlong(const Literal& in, int64_t d, int64_t n, int64_t j, Literal* out
 struct Reducer {
   const HloComputation* computation = nullptr;
   ReducerKind kind = ReducerKind::kOther;
-  bool swapped = false;  // root is op(p1, p0): f(acc, x) = op(x, acc)
+  bool swapped = false;                          // root is op(p1, p0): f(acc, x) = op(x, acc)
   PrimitiveType type = PrimitiveType::kInvalid;  // parameter/root element type
 };
 
@@ -488,8 +486,9 @@ absl::StatusOr<Literal> FoldMembers(const HloInstruction& instruction, const Red
 }
 
 // Per group, per leaf j: the left fold of member leaves j. reduced[j].
-absl::StatusOr<std::vector<Literal>> ReduceLeaves(const CollectiveArgs& args, const Reducer& r,
-                                                  const std::vector<std::vector<const Literal*>>& leaves) {
+absl::StatusOr<std::vector<Literal>> ReduceLeaves(
+    const CollectiveArgs& args, const Reducer& r,
+    const std::vector<std::vector<const Literal*>>& leaves) {
   std::vector<Literal> reduced;
   const size_t num_leaves = leaves[0].size();
   std::vector<const Literal*> xs(leaves.size());
@@ -559,27 +558,28 @@ absl::StatusOr<Results> AllReduce(const CollectiveArgs& args) {
   if (!reducer.ok()) return reducer.status();
   std::vector<const Shape*> written;
   CollectShapeLeaves(instruction.shape(), &written);
-  return ForEachGroup(args, [&](const Group& group,
-                                const std::vector<std::vector<const Literal*>>& leaves)
-                                -> absl::StatusOr<Results> {
-    absl::Status status = CheckResultLeaves(instruction, written, LeafShapes(leaves[0]));
-    if (!status.ok()) return status;
-    absl::StatusOr<std::vector<Literal>> reduced = ReduceLeaves(args, *reducer, leaves);
-    if (!reduced.ok()) return reduced.status();
-    std::vector<std::vector<Literal>> per_member(group.ids.size());
-    for (size_t k = 0; k < group.ids.size(); ++k) {
-      for (size_t j = 0; j < written.size(); ++j) {
-        per_member[k].push_back(WithShape((*reduced)[j], *written[j]));
-      }
-    }
-    return Assemble(instruction.shape(), std::move(per_member));
-  });
+  return ForEachGroup(
+      args,
+      [&](const Group& group,
+          const std::vector<std::vector<const Literal*>>& leaves) -> absl::StatusOr<Results> {
+        absl::Status status = CheckResultLeaves(instruction, written, LeafShapes(leaves[0]));
+        if (!status.ok()) return status;
+        absl::StatusOr<std::vector<Literal>> reduced = ReduceLeaves(args, *reducer, leaves);
+        if (!reduced.ok()) return reduced.status();
+        std::vector<std::vector<Literal>> per_member(group.ids.size());
+        for (size_t k = 0; k < group.ids.size(); ++k) {
+          for (size_t j = 0; j < written.size(); ++j) {
+            per_member[k].push_back(WithShape((*reduced)[j], *written[j]));
+          }
+        }
+        return Assemble(instruction.shape(), std::move(per_member));
+      });
 }
 
 // The gathered leaves of one group (one literal per leaf; identical on every member).
-absl::StatusOr<std::vector<Literal>> GatherGroup(const HloInstruction& instruction,
-                                                 const std::vector<const Shape*>& written,
-                                                 const std::vector<std::vector<const Literal*>>& leaves) {
+absl::StatusOr<std::vector<Literal>> GatherGroup(
+    const HloInstruction& instruction, const std::vector<const Shape*>& written,
+    const std::vector<std::vector<const Literal*>>& leaves) {
   absl::StatusOr<int64_t> d = OneDimension(instruction, leaves[0]);
   if (!d.ok()) return d.status();
   const int64_t n = static_cast<int64_t>(leaves.size());
@@ -614,17 +614,18 @@ absl::StatusOr<Results> AllGather(const CollectiveArgs& args) {
   const HloInstruction& instruction = *args.instruction;
   std::vector<const Shape*> written;
   CollectShapeLeaves(instruction.shape(), &written);
-  return ForEachGroup(args, [&](const Group& group,
-                                const std::vector<std::vector<const Literal*>>& leaves)
-                                -> absl::StatusOr<Results> {
-    absl::StatusOr<std::vector<Literal>> gathered = GatherGroup(instruction, written, leaves);
-    if (!gathered.ok()) return gathered.status();
-    std::vector<std::vector<Literal>> per_member(group.ids.size());
-    for (size_t k = 0; k < group.ids.size(); ++k) {
-      for (const Literal& leaf : *gathered) per_member[k].push_back(leaf);
-    }
-    return Assemble(instruction.shape(), std::move(per_member));
-  });
+  return ForEachGroup(
+      args,
+      [&](const Group& group,
+          const std::vector<std::vector<const Literal*>>& leaves) -> absl::StatusOr<Results> {
+        absl::StatusOr<std::vector<Literal>> gathered = GatherGroup(instruction, written, leaves);
+        if (!gathered.ok()) return gathered.status();
+        std::vector<std::vector<Literal>> per_member(group.ids.size());
+        for (size_t k = 0; k < group.ids.size(); ++k) {
+          for (const Literal& leaf : *gathered) per_member[k].push_back(leaf);
+        }
+        return Assemble(instruction.shape(), std::move(per_member));
+      });
 }
 
 // all-gather-start: (operand(s), gathered result(s)) as written.
@@ -632,32 +633,34 @@ absl::StatusOr<Results> AllGatherStart(const CollectiveArgs& args) {
   const HloInstruction& instruction = *args.instruction;
   const Shape& shape = instruction.shape();
   if (!shape.IsTuple() || shape.tuple_size() != 2) {
-    return InstructionError(instruction, absl::StrCat("shape ", Str(shape),
-                                                      " must be a tuple (operands, results)"));
+    return InstructionError(
+        instruction, absl::StrCat("shape ", Str(shape), " must be a tuple (operands, results)"));
   }
   std::vector<const Shape*> inputs, written;
   CollectShapeLeaves(shape.tuple_shapes()[0], &inputs);
   CollectShapeLeaves(shape.tuple_shapes()[1], &written);
-  return ForEachGroup(args, [&](const Group& group,
-                                const std::vector<std::vector<const Literal*>>& leaves)
-                                -> absl::StatusOr<Results> {
-    absl::Status status = CheckResultLeaves(instruction, inputs, LeafShapes(leaves[0]));
-    if (!status.ok()) return status;
-    absl::StatusOr<std::vector<Literal>> gathered = GatherGroup(instruction, written, leaves);
-    if (!gathered.ok()) return gathered.status();
-    Results out;
-    for (size_t k = 0; k < group.ids.size(); ++k) {
-      std::vector<Literal> in;
-      for (size_t j = 0; j < inputs.size(); ++j) in.push_back(WithShape(*leaves[k][j], *inputs[j]));
-      std::vector<Literal> res = *gathered;
-      size_t next_in = 0, next_res = 0;
-      std::vector<Literal> elements;
-      elements.push_back(BuildFromLeaves(shape.tuple_shapes()[0], in, next_in));
-      elements.push_back(BuildFromLeaves(shape.tuple_shapes()[1], res, next_res));
-      out.push_back(Literal::Tuple(std::move(elements)));
-    }
-    return out;
-  });
+  return ForEachGroup(
+      args,
+      [&](const Group& group,
+          const std::vector<std::vector<const Literal*>>& leaves) -> absl::StatusOr<Results> {
+        absl::Status status = CheckResultLeaves(instruction, inputs, LeafShapes(leaves[0]));
+        if (!status.ok()) return status;
+        absl::StatusOr<std::vector<Literal>> gathered = GatherGroup(instruction, written, leaves);
+        if (!gathered.ok()) return gathered.status();
+        Results out;
+        for (size_t k = 0; k < group.ids.size(); ++k) {
+          std::vector<Literal> in;
+          for (size_t j = 0; j < inputs.size(); ++j)
+            in.push_back(WithShape(*leaves[k][j], *inputs[j]));
+          std::vector<Literal> res = *gathered;
+          size_t next_in = 0, next_res = 0;
+          std::vector<Literal> elements;
+          elements.push_back(BuildFromLeaves(shape.tuple_shapes()[0], in, next_in));
+          elements.push_back(BuildFromLeaves(shape.tuple_shapes()[1], res, next_res));
+          out.push_back(Literal::Tuple(std::move(elements)));
+        }
+        return out;
+      });
 }
 
 // Checks that dim d of every leaf splits into n equal blocks.
@@ -666,10 +669,9 @@ absl::Status CheckDivisible(const HloInstruction& instruction, const Group& grou
   const int64_t n = static_cast<int64_t>(group.ids.size());
   for (const Literal* leaf : leaves) {
     if (leaf->shape().dimensions(d) % n != 0) {
-      return InstructionError(
-          instruction,
-          absl::StrCat("dimension ", d, " of ", Str(leaf->shape()),
-                       " is not divisible by the size ", n, " of group ", Ids(group.ids)));
+      return InstructionError(instruction, absl::StrCat("dimension ", d, " of ", Str(leaf->shape()),
+                                                        " is not divisible by the size ", n,
+                                                        " of group ", Ids(group.ids)));
     }
   }
   return absl::OkStatus();
@@ -682,35 +684,36 @@ absl::StatusOr<Results> ReduceScatter(const CollectiveArgs& args) {
   if (!reducer.ok()) return reducer.status();
   std::vector<const Shape*> written;
   CollectShapeLeaves(instruction.shape(), &written);
-  return ForEachGroup(args, [&](const Group& group,
-                                const std::vector<std::vector<const Literal*>>& leaves)
-                                -> absl::StatusOr<Results> {
-    absl::StatusOr<int64_t> d = OneDimension(instruction, leaves[0]);
-    if (!d.ok()) return d.status();
-    absl::Status status = CheckDivisible(instruction, group, leaves[0], *d);
-    if (!status.ok()) return status;
-    const int64_t n = static_cast<int64_t>(group.ids.size());
-    std::vector<Shape> expected;
-    for (const Literal* leaf : leaves[0]) {
-      Shape shape = leaf->shape();
-      shape.set_dimensions(*d, shape.dimensions(*d) / n);
-      shape.clear_layout();
-      expected.push_back(std::move(shape));
-    }
-    status = CheckResultLeaves(instruction, written, expected);
-    if (!status.ok()) return status;
-    absl::StatusOr<std::vector<Literal>> reduced = ReduceLeaves(args, *reducer, leaves);
-    if (!reduced.ok()) return reduced.status();
-    std::vector<std::vector<Literal>> per_member(group.ids.size());
-    for (int64_t k = 0; k < n; ++k) {
-      for (size_t j = 0; j < written.size(); ++j) {
-        Literal block(*written[j]);
-        BlockAlong((*reduced)[j], *d, n, k, &block);
-        per_member[k].push_back(std::move(block));
-      }
-    }
-    return Assemble(instruction.shape(), std::move(per_member));
-  });
+  return ForEachGroup(
+      args,
+      [&](const Group& group,
+          const std::vector<std::vector<const Literal*>>& leaves) -> absl::StatusOr<Results> {
+        absl::StatusOr<int64_t> d = OneDimension(instruction, leaves[0]);
+        if (!d.ok()) return d.status();
+        absl::Status status = CheckDivisible(instruction, group, leaves[0], *d);
+        if (!status.ok()) return status;
+        const int64_t n = static_cast<int64_t>(group.ids.size());
+        std::vector<Shape> expected;
+        for (const Literal* leaf : leaves[0]) {
+          Shape shape = leaf->shape();
+          shape.set_dimensions(*d, shape.dimensions(*d) / n);
+          shape.clear_layout();
+          expected.push_back(std::move(shape));
+        }
+        status = CheckResultLeaves(instruction, written, expected);
+        if (!status.ok()) return status;
+        absl::StatusOr<std::vector<Literal>> reduced = ReduceLeaves(args, *reducer, leaves);
+        if (!reduced.ok()) return reduced.status();
+        std::vector<std::vector<Literal>> per_member(group.ids.size());
+        for (int64_t k = 0; k < n; ++k) {
+          for (size_t j = 0; j < written.size(); ++j) {
+            Literal block(*written[j]);
+            BlockAlong((*reduced)[j], *d, n, k, &block);
+            per_member[k].push_back(std::move(block));
+          }
+        }
+        return Assemble(instruction.shape(), std::move(per_member));
+      });
 }
 
 // all-to-all. Array form (dimensions={d}): chunk j of member i's operand goes to member j, which
@@ -726,85 +729,85 @@ absl::StatusOr<Results> AllToAll(const CollectiveArgs& args) {
   }
   std::vector<const Shape*> written;
   CollectShapeLeaves(instruction.shape(), &written);
-  return ForEachGroup(args, [&](const Group& group,
-                                const std::vector<std::vector<const Literal*>>& leaves)
-                                -> absl::StatusOr<Results> {
-    const int64_t n = static_cast<int64_t>(group.ids.size());
-    for (const size_t position : group.positions) {
-      for (const Literal* operand : (*args.operands)[position]) {
-        if (!operand->shape().IsArray()) {
-          return InstructionError(instruction,
-                                  absl::StrCat("operands must be arrays, not ",
-                                               Str(operand->shape())));
-        }
-      }
-    }
-    Results out;
-    if (array_form) {
-      if (leaves[0].size() != 1) {
-        return InstructionError(instruction, "the array form needs an array operand");
-      }
-      absl::StatusOr<int64_t> d = OneDimension(instruction, leaves[0]);
-      if (!d.ok()) return d.status();
-      absl::Status status = CheckDivisible(instruction, group, leaves[0], *d);
-      if (!status.ok()) return status;
-      if (instruction.shape().IsTuple()) {
-        return InstructionError(instruction, "the array form has an array result");
-      }
-      status = CheckResultLeaves(instruction, written, LeafShapes(leaves[0]));
-      if (!status.ok()) return status;
-      const Shape& shape = leaves[0][0]->shape();
-      const int64_t width = leaves[0][0]->element_byte_width();
-      const std::vector<int64_t>& dims = shape.dimensions();
-      const int64_t outer = Product(absl::MakeConstSpan(dims).subspan(0, *d));
-      const int64_t rest = Product(absl::MakeConstSpan(dims).subspan(*d + 1)) * width;
-      const int64_t size = dims[*d];
-      const int64_t block = size / n;
-      for (int64_t i = 0; i < n; ++i) {
-        Literal result(instruction.shape());
-        for (int64_t o = 0; o < outer; ++o) {
-          for (int64_t j = 0; j < n; ++j) {
-            // Block i of sender j lands at block j of receiver i.
-            CopyBytes(result.raw_data() + (o * size + j * block) * rest,
-                      leaves[j][0]->raw_data() + (o * size + i * block) * rest, block * rest);
+  return ForEachGroup(
+      args,
+      [&](const Group& group,
+          const std::vector<std::vector<const Literal*>>& leaves) -> absl::StatusOr<Results> {
+        const int64_t n = static_cast<int64_t>(group.ids.size());
+        for (const size_t position : group.positions) {
+          for (const Literal* operand : (*args.operands)[position]) {
+            if (!operand->shape().IsArray()) {
+              return InstructionError(instruction, absl::StrCat("operands must be arrays, not ",
+                                                                Str(operand->shape())));
+            }
           }
         }
-        out.push_back(std::move(result));
-      }
-      return out;
-    }
-    if (instruction.operand_count() != n) {
-      return InstructionError(
-          instruction, absl::StrCat("the tuple form needs one operand per member: ",
-                                    instruction.operand_count(), " operands but group ",
-                                    Ids(group.ids), " has ", n, " members"));
-    }
-    if (static_cast<int64_t>(leaves[0].size()) != n) {
-      return InstructionError(instruction, "the tuple form needs array operands");
-    }
-    const Shape& shape = instruction.shape();
-    if (!shape.IsTuple() || shape.tuple_size() != n) {
-      return InstructionError(instruction, absl::StrCat("result ", Str(shape), " must be a tuple of ",
-                                                        n, " arrays"));
-    }
-    for (int64_t i = 0; i < n; ++i) {
-      std::vector<Literal> elements;
-      for (int64_t j = 0; j < n; ++j) {
-        // Result element j of member i = operand i of member j.
-        const Literal& sent = *leaves[j][i];
-        const Shape& element = shape.tuple_shapes()[j];
-        if (!SameArray(element, sent.shape())) {
-          return InstructionError(
-              instruction, absl::StrCat("result element ", j, " is ", Str(element),
-                                        " but device ", group.ids[j], " sends ", Str(sent.shape()),
-                                        " (its operand ", i, ")"));
+        Results out;
+        if (array_form) {
+          if (leaves[0].size() != 1) {
+            return InstructionError(instruction, "the array form needs an array operand");
+          }
+          absl::StatusOr<int64_t> d = OneDimension(instruction, leaves[0]);
+          if (!d.ok()) return d.status();
+          absl::Status status = CheckDivisible(instruction, group, leaves[0], *d);
+          if (!status.ok()) return status;
+          if (instruction.shape().IsTuple()) {
+            return InstructionError(instruction, "the array form has an array result");
+          }
+          status = CheckResultLeaves(instruction, written, LeafShapes(leaves[0]));
+          if (!status.ok()) return status;
+          const Shape& shape = leaves[0][0]->shape();
+          const int64_t width = leaves[0][0]->element_byte_width();
+          const std::vector<int64_t>& dims = shape.dimensions();
+          const int64_t outer = Product(absl::MakeConstSpan(dims).subspan(0, *d));
+          const int64_t rest = Product(absl::MakeConstSpan(dims).subspan(*d + 1)) * width;
+          const int64_t size = dims[*d];
+          const int64_t block = size / n;
+          for (int64_t i = 0; i < n; ++i) {
+            Literal result(instruction.shape());
+            for (int64_t o = 0; o < outer; ++o) {
+              for (int64_t j = 0; j < n; ++j) {
+                // Block i of sender j lands at block j of receiver i.
+                CopyBytes(result.raw_data() + (o * size + j * block) * rest,
+                          leaves[j][0]->raw_data() + (o * size + i * block) * rest, block * rest);
+              }
+            }
+            out.push_back(std::move(result));
+          }
+          return out;
         }
-        elements.push_back(WithShape(sent, element));
-      }
-      out.push_back(Literal::Tuple(std::move(elements)));
-    }
-    return out;
-  });
+        if (instruction.operand_count() != n) {
+          return InstructionError(instruction,
+                                  absl::StrCat("the tuple form needs one operand per member: ",
+                                               instruction.operand_count(), " operands but group ",
+                                               Ids(group.ids), " has ", n, " members"));
+        }
+        if (static_cast<int64_t>(leaves[0].size()) != n) {
+          return InstructionError(instruction, "the tuple form needs array operands");
+        }
+        const Shape& shape = instruction.shape();
+        if (!shape.IsTuple() || shape.tuple_size() != n) {
+          return InstructionError(instruction, absl::StrCat("result ", Str(shape),
+                                                            " must be a tuple of ", n, " arrays"));
+        }
+        for (int64_t i = 0; i < n; ++i) {
+          std::vector<Literal> elements;
+          for (int64_t j = 0; j < n; ++j) {
+            // Result element j of member i = operand i of member j.
+            const Literal& sent = *leaves[j][i];
+            const Shape& element = shape.tuple_shapes()[j];
+            if (!SameArray(element, sent.shape())) {
+              return InstructionError(instruction,
+                                      absl::StrCat("result element ", j, " is ", Str(element),
+                                                   " but device ", group.ids[j], " sends ",
+                                                   Str(sent.shape()), " (its operand ", i, ")"));
+            }
+            elements.push_back(WithShape(sent, element));
+          }
+          out.push_back(Literal::Tuple(std::move(elements)));
+        }
+        return out;
+      });
 }
 
 // collective-permute: per group (every partition of a replica with a channel_id, every replica of
@@ -812,7 +815,8 @@ absl::StatusOr<Results> AllToAll(const CollectiveArgs& args) {
 // members that are no target get zeros. Returns the permuted leaves per member.
 absl::StatusOr<std::vector<std::vector<Literal>>> PermuteGroup(
     const HloInstruction& instruction, const Group& group,
-    const std::vector<std::vector<const Literal*>>& leaves, const std::vector<const Shape*>& written) {
+    const std::vector<std::vector<const Literal*>>& leaves,
+    const std::vector<const Shape*>& written) {
   absl::Status status = CheckResultLeaves(instruction, written, LeafShapes(leaves[0]));
   if (!status.ok()) return status;
   const int64_t n = static_cast<int64_t>(group.ids.size());
@@ -853,18 +857,17 @@ absl::Status CheckPermute(const CollectiveArgs& args) {
     for (int64_t id : {source, target}) {
       if (id < 0 || id >= limit) {
         return InstructionError(
-            instruction,
-            absl::StrCat(channel ? "partition" : "replica", " id ", id,
-                         " in source_target_pairs is out of range [0, ", limit, ")"));
+            instruction, absl::StrCat(channel ? "partition" : "replica", " id ", id,
+                                      " in source_target_pairs is out of range [0, ", limit, ")"));
       }
     }
     if (source_seen[source]++) {
-      return InstructionError(instruction, absl::StrCat("source ", source,
-                                                        " appears twice in source_target_pairs"));
+      return InstructionError(
+          instruction, absl::StrCat("source ", source, " appears twice in source_target_pairs"));
     }
     if (target_seen[target]++) {
-      return InstructionError(instruction, absl::StrCat("target ", target,
-                                                        " appears twice in source_target_pairs"));
+      return InstructionError(
+          instruction, absl::StrCat("target ", target, " appears twice in source_target_pairs"));
     }
   }
   return absl::OkStatus();
@@ -879,14 +882,15 @@ absl::StatusOr<Results> CollectivePermute(const CollectiveArgs& args) {
   if (!status.ok()) return status;
   std::vector<const Shape*> written;
   CollectShapeLeaves(instruction.shape(), &written);
-  return ForEachGroup(args, [&](const Group& group,
-                                const std::vector<std::vector<const Literal*>>& leaves)
-                                -> absl::StatusOr<Results> {
-    absl::StatusOr<std::vector<std::vector<Literal>>> permuted =
-        PermuteGroup(instruction, group, leaves, written);
-    if (!permuted.ok()) return permuted.status();
-    return Assemble(instruction.shape(), *std::move(permuted));
-  });
+  return ForEachGroup(
+      args,
+      [&](const Group& group,
+          const std::vector<std::vector<const Literal*>>& leaves) -> absl::StatusOr<Results> {
+        absl::StatusOr<std::vector<std::vector<Literal>>> permuted =
+            PermuteGroup(instruction, group, leaves, written);
+        if (!permuted.ok()) return permuted.status();
+        return Assemble(instruction.shape(), *std::move(permuted));
+      });
 }
 
 // collective-permute-start: (operand, permuted, u32[] contexts...) as written; context elements
@@ -900,9 +904,9 @@ absl::StatusOr<Results> CollectivePermuteStart(const CollectiveArgs& args) {
   if (!status.ok()) return status;
   const Shape& shape = instruction.shape();
   if (!shape.IsTuple() || shape.tuple_size() < 2) {
-    return InstructionError(instruction,
-                            absl::StrCat("shape ", Str(shape),
-                                         " must be a tuple (operand, result, contexts...)"));
+    return InstructionError(
+        instruction,
+        absl::StrCat("shape ", Str(shape), " must be a tuple (operand, result, contexts...)"));
   }
   std::vector<const Shape*> inputs, written;
   CollectShapeLeaves(shape.tuple_shapes()[0], &inputs);
@@ -913,31 +917,33 @@ absl::StatusOr<Results> CollectivePermuteStart(const CollectiveArgs& args) {
                                                         " must be an array"));
     }
   }
-  return ForEachGroup(args, [&](const Group& group,
-                                const std::vector<std::vector<const Literal*>>& leaves)
-                                -> absl::StatusOr<Results> {
-    absl::Status check = CheckResultLeaves(instruction, inputs, LeafShapes(leaves[0]));
-    if (!check.ok()) return check;
-    absl::StatusOr<std::vector<std::vector<Literal>>> permuted =
-        PermuteGroup(instruction, group, leaves, written);
-    if (!permuted.ok()) return permuted.status();
-    Results out;
-    for (size_t k = 0; k < group.ids.size(); ++k) {
-      std::vector<Literal> in;
-      for (size_t j = 0; j < inputs.size(); ++j) in.push_back(WithShape(*leaves[k][j], *inputs[j]));
-      size_t next_in = 0, next_res = 0;
-      std::vector<Literal> elements;
-      elements.push_back(BuildFromLeaves(shape.tuple_shapes()[0], in, next_in));
-      elements.push_back(BuildFromLeaves(shape.tuple_shapes()[1], (*permuted)[k], next_res));
-      for (int64_t e = 2; e < shape.tuple_size(); ++e) {
-        absl::StatusOr<Literal> zeros = NewArray(shape.tuple_shapes()[e]);
-        if (!zeros.ok()) return zeros.status();
-        elements.push_back(*std::move(zeros));
-      }
-      out.push_back(Literal::Tuple(std::move(elements)));
-    }
-    return out;
-  });
+  return ForEachGroup(
+      args,
+      [&](const Group& group,
+          const std::vector<std::vector<const Literal*>>& leaves) -> absl::StatusOr<Results> {
+        absl::Status check = CheckResultLeaves(instruction, inputs, LeafShapes(leaves[0]));
+        if (!check.ok()) return check;
+        absl::StatusOr<std::vector<std::vector<Literal>>> permuted =
+            PermuteGroup(instruction, group, leaves, written);
+        if (!permuted.ok()) return permuted.status();
+        Results out;
+        for (size_t k = 0; k < group.ids.size(); ++k) {
+          std::vector<Literal> in;
+          for (size_t j = 0; j < inputs.size(); ++j)
+            in.push_back(WithShape(*leaves[k][j], *inputs[j]));
+          size_t next_in = 0, next_res = 0;
+          std::vector<Literal> elements;
+          elements.push_back(BuildFromLeaves(shape.tuple_shapes()[0], in, next_in));
+          elements.push_back(BuildFromLeaves(shape.tuple_shapes()[1], (*permuted)[k], next_res));
+          for (int64_t e = 2; e < shape.tuple_size(); ++e) {
+            absl::StatusOr<Literal> zeros = NewArray(shape.tuple_shapes()[e]);
+            if (!zeros.ok()) return zeros.status();
+            elements.push_back(*std::move(zeros));
+          }
+          out.push_back(Literal::Tuple(std::move(elements)));
+        }
+        return out;
+      });
 }
 
 // collective-broadcast: every member gets the operand of the first member of its group.
@@ -945,19 +951,20 @@ absl::StatusOr<Results> CollectiveBroadcast(const CollectiveArgs& args) {
   const HloInstruction& instruction = *args.instruction;
   std::vector<const Shape*> written;
   CollectShapeLeaves(instruction.shape(), &written);
-  return ForEachGroup(args, [&](const Group& group,
-                                const std::vector<std::vector<const Literal*>>& leaves)
-                                -> absl::StatusOr<Results> {
-    absl::Status status = CheckResultLeaves(instruction, written, LeafShapes(leaves[0]));
-    if (!status.ok()) return status;
-    std::vector<std::vector<Literal>> per_member(group.ids.size());
-    for (size_t k = 0; k < group.ids.size(); ++k) {
-      for (size_t j = 0; j < written.size(); ++j) {
-        per_member[k].push_back(WithShape(*leaves[0][j], *written[j]));
-      }
-    }
-    return Assemble(instruction.shape(), std::move(per_member));
-  });
+  return ForEachGroup(
+      args,
+      [&](const Group& group,
+          const std::vector<std::vector<const Literal*>>& leaves) -> absl::StatusOr<Results> {
+        absl::Status status = CheckResultLeaves(instruction, written, LeafShapes(leaves[0]));
+        if (!status.ok()) return status;
+        std::vector<std::vector<Literal>> per_member(group.ids.size());
+        for (size_t k = 0; k < group.ids.size(); ++k) {
+          for (size_t j = 0; j < written.size(); ++j) {
+            per_member[k].push_back(WithShape(*leaves[0][j], *written[j]));
+          }
+        }
+        return Assemble(instruction.shape(), std::move(per_member));
+      });
 }
 
 // Guards the instruction pointer for the handlers that do not check it themselves.
@@ -974,10 +981,9 @@ absl::StatusOr<Results> Guarded(const CollectiveArgs& args) {
 // Copies `value` as the instruction's written shape, which must match.
 absl::StatusOr<Literal> AsWritten(const HloInstruction& instruction, const Literal& value) {
   if (!value.shape().Compatible(instruction.shape())) {
-    return InstructionError(instruction,
-                            absl::StrCat("operand value ", Str(value.shape()),
-                                         " does not match the result shape ",
-                                         Str(instruction.shape())));
+    return InstructionError(
+        instruction, absl::StrCat("operand value ", Str(value.shape()),
+                                  " does not match the result shape ", Str(instruction.shape())));
   }
   return value;
 }
@@ -989,9 +995,8 @@ absl::StatusOr<Literal> TupleElement1(const HloInstruction& instruction,
   }
   const Literal& start = *operands[0];
   if (!start.shape().IsTuple() || start.tuple_size() < 2) {
-    return InstructionError(instruction,
-                            absl::StrCat("operand ", Str(start.shape()),
-                                         " is not the tuple of an async start"));
+    return InstructionError(instruction, absl::StrCat("operand ", Str(start.shape()),
+                                                      " is not the tuple of an async start"));
   }
   return AsWritten(instruction, start.tuple_elements()[1]);
 }

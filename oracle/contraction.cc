@@ -269,7 +269,8 @@ template <typename C>
 std::vector<C> Permute(std::vector<C> flat, absl::Span<const int64_t> dims,
                        absl::Span<const int64_t> perm) {
   bool identity = true;
-  for (size_t j = 0; j < perm.size(); ++j) identity = identity && perm[j] == static_cast<int64_t>(j);
+  for (size_t j = 0; j < perm.size(); ++j)
+    identity = identity && perm[j] == static_cast<int64_t>(j);
   if (identity) return flat;
   std::vector<C> out(flat.size());
   if (flat.empty()) return out;
@@ -459,17 +460,17 @@ absl::StatusOr<Literal> HandleDot(const HloInstruction& instruction,
   const int64_t rrank = static_cast<int64_t>(rd.size());
   if (dnums.lhs_batch.size() != dnums.rhs_batch.size() ||
       dnums.lhs_contracting.size() != dnums.rhs_contracting.size()) {
-    return InstructionError(instruction, "lhs and rhs have different numbers of batch or "
-                                         "contracting dimensions");
+    return InstructionError(instruction,
+                            "lhs and rhs have different numbers of batch or "
+                            "contracting dimensions");
   }
   std::vector<bool> lused(lrank, false);
   std::vector<bool> rused(rrank, false);
-  for (absl::Status s : {CheckDims(instruction, dnums.lhs_batch, lrank, lused, "lhs batch"),
-                         CheckDims(instruction, dnums.lhs_contracting, lrank, lused,
-                                   "lhs contracting"),
-                         CheckDims(instruction, dnums.rhs_batch, rrank, rused, "rhs batch"),
-                         CheckDims(instruction, dnums.rhs_contracting, rrank, rused,
-                                   "rhs contracting")}) {
+  for (absl::Status s :
+       {CheckDims(instruction, dnums.lhs_batch, lrank, lused, "lhs batch"),
+        CheckDims(instruction, dnums.lhs_contracting, lrank, lused, "lhs contracting"),
+        CheckDims(instruction, dnums.rhs_batch, rrank, rused, "rhs batch"),
+        CheckDims(instruction, dnums.rhs_contracting, rrank, rused, "rhs contracting")}) {
     if (!s.ok()) return s;
   }
   std::vector<int64_t> out_dims;
@@ -512,8 +513,9 @@ absl::StatusOr<Literal> HandleDot(const HloInstruction& instruction,
     }
   }
   if (shape.dimensions() != out_dims) {
-    return InstructionError(instruction, absl::StrCat("result dims ", DimsString(shape.dimensions()),
-                                                      " should be ", DimsString(out_dims)));
+    return InstructionError(
+        instruction, absl::StrCat("result dims ", DimsString(shape.dimensions()), " should be ",
+                                  DimsString(out_dims)));
   }
   Literal lhs_holder;
   Literal rhs_holder;
@@ -580,8 +582,7 @@ std::vector<C> Convolve(const ConvPlan& p, const std::vector<C>& lhs, const std:
   const int64_t batch_group_size = input_batch / p.batch_group_count;
   const int64_t input_feature_group_size = input_z / p.feature_group_count;
   const int64_t output_feature_group_size = output_z / p.feature_group_count;
-  const int64_t depthwise_multiplier =
-      p.batch_group_count > 1 ? output_z / p.batch_group_count : 1;
+  const int64_t depthwise_multiplier = p.batch_group_count > 1 ? output_z / p.batch_group_count : 1;
   std::vector<int64_t> kernel_spatial_sizes(ns);
   for (int64_t s = 0; s < ns; ++s) kernel_spatial_sizes[s] = p.rhs_dims[dn.kernel_spatial[s]];
 
@@ -719,8 +720,9 @@ absl::StatusOr<Literal> HandleConvolution(const HloInstruction& instruction,
         StridedBound(padded, DilatedBound(w.size, w.rhs_dilation), w.stride);
   }
   if (shape.dimensions() != p.out_dims) {
-    return InstructionError(instruction, absl::StrCat("result dims ", DimsString(shape.dimensions()),
-                                                      " should be ", DimsString(p.out_dims)));
+    return InstructionError(
+        instruction, absl::StrCat("result dims ", DimsString(shape.dimensions()), " should be ",
+                                  DimsString(p.out_dims)));
   }
   Literal lhs_holder;
   Literal rhs_holder;

@@ -73,9 +73,9 @@ absl::Status Engine::CheckRunnable() const {
       const HloOpcode opcode = instruction->opcode();
       if (!IsEngineOp(opcode) && registry_.Find(opcode) == nullptr &&
           registry_.FindCollective(opcode) == nullptr) {
-        return absl::UnimplementedError(absl::StrCat(
-            instruction->name(), ": opcode ", HloOpcodeString(opcode),
-            " is not supported by the interpreter"));
+        return absl::UnimplementedError(absl::StrCat(instruction->name(), ": opcode ",
+                                                     HloOpcodeString(opcode),
+                                                     " is not supported by the interpreter"));
       }
       std::vector<const Shape*> leaves = {&instruction->shape()};
       while (!leaves.empty()) {
@@ -86,10 +86,10 @@ absl::Status Engine::CheckRunnable() const {
           continue;
         }
         if (shape->IsArray() && shape->ElementCount() > options_.max_elements_per_array) {
-          return absl::ResourceExhaustedError(absl::StrCat(
-              instruction->name(), ": ", shape->ToString(false), " has ",
-              shape->ElementCount(), " elements, over the budget of ",
-              options_.max_elements_per_array, " per array (--max-elements)"));
+          return absl::ResourceExhaustedError(
+              absl::StrCat(instruction->name(), ": ", shape->ToString(false), " has ",
+                           shape->ElementCount(), " elements, over the budget of ",
+                           options_.max_elements_per_array, " per array (--max-elements)"));
         }
       }
     }
@@ -164,8 +164,8 @@ absl::StatusOr<std::vector<ValueRef>> Engine::RunComputation(
   }
   const std::vector<HloInstruction*> order = computation.PostOrder();
   if (order.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat("computation ", computation.name(),
-                                                   " has a cycle or no instructions"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("computation ", computation.name(), " has a cycle or no instructions"));
   }
   const size_t n = devices.size();
   absl::flat_hash_map<const HloInstruction*, int64_t> remaining_uses;
@@ -222,8 +222,8 @@ absl::StatusOr<std::vector<ValueRef>> Engine::RunComputation(
       case HloOpcode::kCall:
       case HloOpcode::kFusion:
       case HloOpcode::kAsyncStart: {
-        const HloComputation* callee = instruction.called_computation(
-            opcode == HloOpcode::kCall ? "to_apply" : "calls");
+        const HloComputation* callee =
+            instruction.called_computation(opcode == HloOpcode::kCall ? "to_apply" : "calls");
         if (callee == nullptr) return InstructionError(instruction, "no called computation");
         std::vector<std::vector<ValueRef>> call_args(n);
         for (size_t i = 0; i < n; ++i) call_args[i] = operand_refs_of(instruction, i);
@@ -319,8 +319,8 @@ absl::StatusOr<std::vector<ValueRef>> Engine::RunComputation(
             }
           }
         }
-        if (branches.empty() || std::find(branches.begin(), branches.end(), nullptr) !=
-                                    branches.end() ||
+        if (branches.empty() ||
+            std::find(branches.begin(), branches.end(), nullptr) != branches.end() ||
             instruction.operand_count() != static_cast<int64_t>(branches.size()) + 1) {
           return InstructionError(instruction,
                                   "conditional needs a selector and one operand per branch");
@@ -346,9 +346,9 @@ absl::StatusOr<std::vector<ValueRef>> Engine::RunComputation(
           for (size_t i : taking[b]) {
             branch_args.push_back({values[instruction.operand(static_cast<int64_t>(b) + 1)][i]});
           }
-          absl::StatusOr<std::vector<ValueRef>> result = RunComputation(
-              *branches[b], subset(taking[b]), std::move(branch_args), depth + 1,
-              allow_collectives);
+          absl::StatusOr<std::vector<ValueRef>> result =
+              RunComputation(*branches[b], subset(taking[b]), std::move(branch_args), depth + 1,
+                             allow_collectives);
           if (!result.ok()) return result.status();
           for (size_t k = 0; k < taking[b].size(); ++k) out[taking[b][k]] = (*result)[k];
         }

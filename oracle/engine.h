@@ -34,9 +34,9 @@ struct EngineOptions {
 
 // Called after each instruction of the entry computation with the value of every device
 // (devices[i] holds values[i]); used to localise where two programs diverge.
-using Observer = std::function<void(const HloInstruction& instruction,
-                                    absl::Span<const int64_t> devices,
-                                    absl::Span<const ValueRef> values)>;
+using Observer =
+    std::function<void(const HloInstruction& instruction, absl::Span<const int64_t> devices,
+                       absl::Span<const ValueRef> values)>;
 
 class Engine {
  public:
@@ -58,9 +58,10 @@ class Engine {
   void set_observer(Observer observer) { observer_ = std::move(observer); }
 
  private:
-  absl::StatusOr<std::vector<ValueRef>> RunComputation(
-      const HloComputation& computation, absl::Span<const int64_t> devices,
-      std::vector<std::vector<ValueRef>> args, int depth, bool allow_collectives);
+  absl::StatusOr<std::vector<ValueRef>> RunComputation(const HloComputation& computation,
+                                                       absl::Span<const int64_t> devices,
+                                                       std::vector<std::vector<ValueRef>> args,
+                                                       int depth, bool allow_collectives);
   absl::StatusOr<Literal> CallScalar(const HloComputation& computation, int64_t device,
                                      absl::Span<const Literal* const> args);
   EvalEnv EnvFor(int64_t device);

@@ -127,8 +127,8 @@ struct Claim {
 // instruction of the global program with the same name; the sharding is the comment's, else the
 // instruction's own `sharding=`.
 absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(const HloModule& global,
-                                                          const HloModule& partitioned,
-                                                          absl::string_view source) {
+                                                           const HloModule& partitioned,
+                                                           absl::string_view source) {
   std::vector<absl::string_view> lines = absl::StrSplit(source, '\n');
   absl::flat_hash_map<const HloInstruction*, Claim> claims;
   const auto& instructions = partitioned.entry()->instructions();
@@ -139,9 +139,8 @@ absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(const HloModule& glob
     const int64_t last_line = k + 1 < instructions.size()
                                   ? std::max(first_line, instructions[k + 1]->location().line - 1)
                                   : first_line;
-    for (int64_t line = first_line; line >= 1 && line <= last_line &&
-                                    line <= static_cast<int64_t>(lines.size());
-         ++line) {
+    for (int64_t line = first_line;
+         line >= 1 && line <= last_line && line <= static_cast<int64_t>(lines.size()); ++line) {
       absl::string_view text = lines[line - 1];
       const size_t comment = text.find("//");
       if (comment == absl::string_view::npos) continue;
@@ -210,8 +209,7 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
   std::vector<HloInstruction*> second_params = second.entry()->parameters();
   if (first_params.size() != second_params.size()) {
     return absl::InvalidArgumentError(absl::StrCat("the programs take ", first_params.size(),
-                                                   " and ", second_params.size(),
-                                                   " parameters"));
+                                                   " and ", second_params.size(), " parameters"));
   }
   for (size_t i = 0; i < first_params.size(); ++i) {
     if (first_params[i] == nullptr || second_params[i] == nullptr) {
@@ -241,17 +239,18 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
   }
 
   const std::vector<ParameterProfile> profiles = ProfileParameters(first);
-  const HloSharding& root_sharding =
-      ShardingOr(first.entry()->root(), second.entry()->root());
+  const HloSharding& root_sharding = ShardingOr(first.entry()->root(), second.entry()->root());
   const Tolerance tolerance = ToleranceFor(first.entry()->root()->shape(), style);
   if (tolerance.relative > 0) {
-    report.notes.push_back(absl::StrCat("floating-point results compared with relative and "
-                                        "absolute tolerance ",
-                                        tolerance.relative, " (element type and input style)"));
+    report.notes.push_back(
+        absl::StrCat("floating-point results compared with relative and "
+                     "absolute tolerance ",
+                     tolerance.relative, " (element type and input style)"));
   }
   if (style == InputStyle::kSmallIntegers) {
-    report.notes.push_back("inputs are small integers (exact float sums in any order); "
-                           "--float draws reals in [-1, 1]");
+    report.notes.push_back(
+        "inputs are small integers (exact float sums in any order); "
+        "--float draws reals in [-1, 1]");
   } else {
     report.notes.push_back("inputs are reals in [-1, 1] (--float)");
   }
@@ -271,9 +270,9 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
       const int64_t partition = d % partitions;
       for (size_t i = 0; i < globals.size(); ++i) {
         const HloSharding& sharding = ShardingOr(first_params[i], second_params[i]);
-        absl::StatusOr<Literal> shard =
-            options.same_input_everywhere ? ShardOf(globals[i], sharding, 0)
-                                          : ShardOf(globals[i], sharding, partition);
+        absl::StatusOr<Literal> shard = options.same_input_everywhere
+                                            ? ShardOf(globals[i], sharding, 0)
+                                            : ShardOf(globals[i], sharding, partition);
         if (!shard.ok()) return shard.status();
         (*per_device)[d].push_back(*std::move(shard));
       }
@@ -353,9 +352,9 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
   }
   if (report.verdict != Verdict::kFails) {
     report.verdict = Verdict::kHolds;
-    report.notes.push_back(absl::StrCat(
-        "holds on ", report.trials_run, " random trial(s) for every one of the ", n,
-        " devices (a test, not a proof; raise --trials for more)"));
+    report.notes.push_back(absl::StrCat("holds on ", report.trials_run,
+                                        " random trial(s) for every one of the ", n,
+                                        " devices (a test, not a proof; raise --trials for more)"));
   }
 
   // Localise: replay the failing trial (or trial 0 when the verdict holds), recording the global
@@ -430,8 +429,8 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
 }
 
 std::string FormatEquivReport(const EquivReport& report) {
-  std::string out = absl::StrCat("verdict: ", VerdictName(report.verdict), " (", report.mode,
-                                 ", ", report.num_devices, " devices, seed ", report.seed, ")\n");
+  std::string out = absl::StrCat("verdict: ", VerdictName(report.verdict), " (", report.mode, ", ",
+                                 report.num_devices, " devices, seed ", report.seed, ")\n");
   if (report.verdict == Verdict::kUnknown) {
     absl::StrAppend(&out, "reason: ", report.unknown_reason, "\n");
   }
@@ -442,8 +441,8 @@ std::string FormatEquivReport(const EquivReport& report) {
     if (m.global_index.empty() && m.expected.empty()) {
       absl::StrAppend(&out, "first wrong device: ", report.device, ": ", m.actual, "\n");
     } else {
-      absl::StrAppend(&out, "first wrong device: ", report.device, " at global index ",
-                      m.leaf, IndexText(m.global_index), " (local ", IndexText(m.local_index),
+      absl::StrAppend(&out, "first wrong device: ", report.device, " at global index ", m.leaf,
+                      IndexText(m.global_index), " (local ", IndexText(m.local_index),
                       "): expected ", m.expected, ", got ", m.actual, "\n");
     }
     std::vector<std::string> ids;

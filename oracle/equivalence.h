@@ -33,9 +33,9 @@ struct EquivOptions {
 
 // Where a partitioned program first leaves the value its `sharding=` annotation promises.
 struct Divergence {
-  std::string instruction;     // In the partitioned program.
+  std::string instruction;  // In the partitioned program.
   SourceLocation location;
-  std::string holds;           // The global value it should hold (name in the global program).
+  std::string holds;  // The global value it should hold (name in the global program).
   std::string sharding;
   int64_t device = 0;
   ElementMismatch mismatch;

@@ -55,19 +55,19 @@ absl::Status CheckDimList(const HloInstruction& instruction, absl::Span<const in
                           int64_t bound, absl::string_view what, bool sorted) {
   for (size_t i = 0; i < dims.size(); ++i) {
     if (dims[i] < 0 || dims[i] >= bound) {
-      return InstructionError(instruction, absl::StrCat(what, " {", absl::StrJoin(dims, ","),
-                                                        "} has entry ", dims[i],
-                                                        " out of range [0, ", bound, ")"));
+      return InstructionError(
+          instruction, absl::StrCat(what, " {", absl::StrJoin(dims, ","), "} has entry ", dims[i],
+                                    " out of range [0, ", bound, ")"));
     }
     for (size_t j = 0; j < i; ++j) {
       if (dims[j] == dims[i]) {
-        return InstructionError(instruction, absl::StrCat(what, " {", absl::StrJoin(dims, ","),
-                                                          "} repeats ", dims[i]));
+        return InstructionError(
+            instruction, absl::StrCat(what, " {", absl::StrJoin(dims, ","), "} repeats ", dims[i]));
       }
     }
     if (sorted && i > 0 && dims[i - 1] > dims[i]) {
-      return InstructionError(instruction, absl::StrCat(what, " {", absl::StrJoin(dims, ","),
-                                                        "} must be sorted"));
+      return InstructionError(
+          instruction, absl::StrCat(what, " {", absl::StrJoin(dims, ","), "} must be sorted"));
     }
   }
   return absl::OkStatus();
@@ -98,14 +98,30 @@ absl::StatusOr<std::vector<int64_t>> ReadIndices(const HloInstruction& instructi
     }
   };
   switch (type) {
-    case PrimitiveType::kS8: copy(int8_t{}); break;
-    case PrimitiveType::kS16: copy(int16_t{}); break;
-    case PrimitiveType::kS32: copy(int32_t{}); break;
-    case PrimitiveType::kS64: copy(int64_t{}); break;
-    case PrimitiveType::kU8: copy(uint8_t{}); break;
-    case PrimitiveType::kU16: copy(uint16_t{}); break;
-    case PrimitiveType::kU32: copy(uint32_t{}); break;
-    case PrimitiveType::kU64: copy(uint64_t{}); break;
+    case PrimitiveType::kS8:
+      copy(int8_t{});
+      break;
+    case PrimitiveType::kS16:
+      copy(int16_t{});
+      break;
+    case PrimitiveType::kS32:
+      copy(int32_t{});
+      break;
+    case PrimitiveType::kS64:
+      copy(int64_t{});
+      break;
+    case PrimitiveType::kU8:
+      copy(uint8_t{});
+      break;
+    case PrimitiveType::kU16:
+      copy(uint16_t{});
+      break;
+    case PrimitiveType::kU32:
+      copy(uint32_t{});
+      break;
+    case PrimitiveType::kU64:
+      copy(uint64_t{});
+      break;
     default:
       // Sub-byte integers (one byte each in the buffer).
       for (int64_t i = 0; i < n; ++i) {
@@ -248,10 +264,9 @@ absl::StatusOr<Literal> HandleGather(const HloInstruction& instruction,
   }
   const int64_t index_vector_size = ivd == idx_rank ? 1 : idx_dims[ivd];
   if (index_vector_size != static_cast<int64_t>(dn.start_index_map.size())) {
-    return InstructionError(instruction,
-                            absl::StrCat("index vector has size ", index_vector_size,
-                                         " but start_index_map has ", dn.start_index_map.size(),
-                                         " entries"));
+    return InstructionError(instruction, absl::StrCat("index vector has size ", index_vector_size,
+                                                      " but start_index_map has ",
+                                                      dn.start_index_map.size(), " entries"));
   }
   if (static_cast<int64_t>(slice_sizes.size()) != rank) {
     return InstructionError(instruction, absl::StrCat("slice_sizes has ", slice_sizes.size(),
@@ -292,29 +307,27 @@ absl::StatusOr<Literal> HandleGather(const HloInstruction& instruction,
     const int64_t od = dn.operand_batching_dims[i];
     const int64_t id = dn.start_indices_batching_dims[i];
     if (Contains(dn.collapsed_slice_dims, od) || Contains(dn.start_index_map, od)) {
-      return InstructionError(instruction,
-                              absl::StrCat("operand batching dim ", od,
-                                           " is also collapsed or in start_index_map"));
+      return InstructionError(
+          instruction,
+          absl::StrCat("operand batching dim ", od, " is also collapsed or in start_index_map"));
     }
     if (id == ivd) {
-      return InstructionError(instruction,
-                              "start_indices_batching_dims contains index_vector_dim");
+      return InstructionError(instruction, "start_indices_batching_dims contains index_vector_dim");
     }
     if (idx_dims[id] != op_dims[od]) {
-      return InstructionError(instruction,
-                              absl::StrCat("start_indices batching dim ", id, " has size ",
-                                           idx_dims[id], " but operand batching dim ", od,
-                                           " has size ", op_dims[od]));
+      return InstructionError(
+          instruction, absl::StrCat("start_indices batching dim ", id, " has size ", idx_dims[id],
+                                    " but operand batching dim ", od, " has size ", op_dims[od]));
     }
     if (slice_sizes[od] != 1) {
-      return InstructionError(instruction, absl::StrCat("operand batching dim ", od,
-                                                        " must have slice size 1"));
+      return InstructionError(instruction,
+                              absl::StrCat("operand batching dim ", od, " must have slice size 1"));
     }
   }
   for (int64_t d : dn.collapsed_slice_dims) {
     if (slice_sizes[d] > 1) {
-      return InstructionError(instruction, absl::StrCat("collapsed slice dim ", d,
-                                                        " has slice size ", slice_sizes[d]));
+      return InstructionError(
+          instruction, absl::StrCat("collapsed slice dim ", d, " has slice size ", slice_sizes[d]));
     }
   }
   // Operand dims that appear in the result (offset dims), in operand order.
@@ -325,19 +338,17 @@ absl::StatusOr<Literal> HandleGather(const HloInstruction& instruction,
     }
   }
   if (window_operand_dims.size() != dn.offset_dims.size()) {
-    return InstructionError(instruction,
-                            absl::StrCat("offset_dims has ", dn.offset_dims.size(),
-                                         " entries but the operand has ",
-                                         window_operand_dims.size(),
-                                         " dims that are neither collapsed nor batching"));
+    return InstructionError(
+        instruction,
+        absl::StrCat("offset_dims has ", dn.offset_dims.size(), " entries but the operand has ",
+                     window_operand_dims.size(), " dims that are neither collapsed nor batching"));
   }
   // Batch dims: the start_indices dims other than index_vector_dim, in order.
   std::vector<int64_t> batch_index_dims;
   for (int64_t d = 0; d < idx_rank; ++d) {
     if (d != ivd) batch_index_dims.push_back(d);
   }
-  const int64_t out_rank =
-      static_cast<int64_t>(dn.offset_dims.size() + batch_index_dims.size());
+  const int64_t out_rank = static_cast<int64_t>(dn.offset_dims.size() + batch_index_dims.size());
   if (absl::Status s = CheckDimList(instruction, dn.offset_dims, out_rank, "offset_dims",
                                     /*sorted=*/true);
       !s.ok()) {
@@ -361,9 +372,9 @@ absl::StatusOr<Literal> HandleGather(const HloInstruction& instruction,
   if (!shape.IsArray() || shape.element_type() != operand.shape().element_type() ||
       shape.dimensions() != out_dims) {
     return InstructionError(
-        instruction, absl::StrCat("result shape ", shape.ToString(false), " does not match ",
-                                  Shape::Array(operand.shape().element_type(), out_dims)
-                                      .ToString(false)));
+        instruction,
+        absl::StrCat("result shape ", shape.ToString(false), " does not match ",
+                     Shape::Array(operand.shape().element_type(), out_dims).ToString(false)));
   }
   if (shape.ElementCount() > 0) {
     for (int64_t d : dn.collapsed_slice_dims) {
@@ -590,9 +601,9 @@ class GenericCombiner {
     const bool tuple = value->shape().IsTuple();
     if (n == 1 && !tuple) return Store(0, *value, out_index);
     if (!tuple || value->tuple_size() != static_cast<int64_t>(n)) {
-      return InstructionError(instruction_, absl::StrCat("to_apply returned ",
-                                                         value->shape().ToString(false),
-                                                         ", expected ", n, " scalars"));
+      return InstructionError(instruction_,
+                              absl::StrCat("to_apply returned ", value->shape().ToString(false),
+                                           ", expected ", n, " scalars"));
     }
     for (size_t i = 0; i < n; ++i) {
       if (absl::Status s = Store(i, value->tuple_elements()[i], out_index); !s.ok()) return s;
@@ -603,13 +614,11 @@ class GenericCombiner {
  private:
   absl::Status Store(size_t i, const Literal& value, int64_t out_index) {
     Literal& out = results_[i];
-    if (!value.shape().IsScalar() ||
-        value.shape().element_type() != out.shape().element_type() ||
+    if (!value.shape().IsScalar() || value.shape().element_type() != out.shape().element_type() ||
         value.size_bytes() != out.element_byte_width()) {
       return InstructionError(instruction_,
                               absl::StrCat("to_apply returned ", value.shape().ToString(false),
-                                           " for a scatter into ",
-                                           out.shape().ToString(false)));
+                                           " for a scatter into ", out.shape().ToString(false)));
     }
     const int64_t w = out.element_byte_width();
     std::memcpy(out.raw_data() + out_index * w, value.raw_data(), static_cast<size_t>(w));
@@ -653,14 +662,22 @@ absl::Status ReducerRun(ReducerKind op, PrimitiveType type, Literal& out, const 
     case PrimitiveType::kPred:
       return CombineRun<uint8_t>(out, updates, out_offset, update_offset, n, generic,
                                  [op](uint8_t& c, uint8_t u) { return CombinePred(op, c, u); });
-    case PrimitiveType::kS8: return run_int(int8_t{});
-    case PrimitiveType::kS16: return run_int(int16_t{});
-    case PrimitiveType::kS32: return run_int(int32_t{});
-    case PrimitiveType::kS64: return run_int(int64_t{});
-    case PrimitiveType::kU8: return run_int(uint8_t{});
-    case PrimitiveType::kU16: return run_int(uint16_t{});
-    case PrimitiveType::kU32: return run_int(uint32_t{});
-    case PrimitiveType::kU64: return run_int(uint64_t{});
+    case PrimitiveType::kS8:
+      return run_int(int8_t{});
+    case PrimitiveType::kS16:
+      return run_int(int16_t{});
+    case PrimitiveType::kS32:
+      return run_int(int32_t{});
+    case PrimitiveType::kS64:
+      return run_int(int64_t{});
+    case PrimitiveType::kU8:
+      return run_int(uint8_t{});
+    case PrimitiveType::kU16:
+      return run_int(uint16_t{});
+    case PrimitiveType::kU32:
+      return run_int(uint32_t{});
+    case PrimitiveType::kU64:
+      return run_int(uint64_t{});
     case PrimitiveType::kF32:
       return CombineRun<float>(out, updates, out_offset, update_offset, n, generic,
                                [op](float& c, float u) { return CombineFloat<float>(op, c, u); });
@@ -671,16 +688,15 @@ absl::Status ReducerRun(ReducerKind op, PrimitiveType type, Literal& out, const 
     case PrimitiveType::kBF16:
     case PrimitiveType::kF16:
       // Computed in f32 and rounded to nearest even per element, as the evaluator does.
-      return CombineRun<uint16_t>(out, updates, out_offset, update_offset, n, generic,
-                                  [op, type](uint16_t& c, uint16_t u) {
-                                    float value = NarrowBitsToFloat(type, c);
-                                    if (!CombineFloat<float>(op, value,
-                                                             NarrowBitsToFloat(type, u))) {
-                                      return false;
-                                    }
-                                    c = static_cast<uint16_t>(FloatToNarrowBits(type, value));
-                                    return true;
-                                  });
+      return CombineRun<uint16_t>(
+          out, updates, out_offset, update_offset, n, generic, [op, type](uint16_t& c, uint16_t u) {
+            float value = NarrowBitsToFloat(type, c);
+            if (!CombineFloat<float>(op, value, NarrowBitsToFloat(type, u))) {
+              return false;
+            }
+            c = static_cast<uint16_t>(FloatToNarrowBits(type, value));
+            return true;
+          });
     default:
       for (int64_t k = 0; k < n; ++k) {
         if (absl::Status s = generic.Combine(out_offset + k, update_offset + k); !s.ok()) {
@@ -696,9 +712,9 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
                                       const EvalEnv& env) {
   const int64_t count = static_cast<int64_t>(operands.size());
   if (count < 3 || count % 2 == 0) {
-    return InstructionError(instruction,
-                            absl::StrCat("expects N inputs, indices and N updates, got ", count,
-                                         " operands"));
+    return InstructionError(
+        instruction,
+        absl::StrCat("expects N inputs, indices and N updates, got ", count, " operands"));
   }
   const int64_t n = (count - 1) / 2;
   for (int64_t i = 0; i < count; ++i) {
@@ -712,13 +728,13 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
   const std::vector<int64_t>& upd_dims = updates[0]->shape().dimensions();
   const std::vector<int64_t>& idx_dims = indices.shape().dimensions();
   for (int64_t i = 0; i < n; ++i) {
-    if (inputs[i]->shape().dimensions() != op_dims || updates[i]->shape().dimensions() != upd_dims) {
+    if (inputs[i]->shape().dimensions() != op_dims ||
+        updates[i]->shape().dimensions() != upd_dims) {
       return InstructionError(instruction, "scatter inputs (and updates) must have equal dims");
     }
     if (inputs[i]->shape().element_type() != updates[i]->shape().element_type()) {
-      return InstructionError(instruction,
-                              absl::StrCat("updates ", i, " must have the element type of input ",
-                                           i));
+      return InstructionError(
+          instruction, absl::StrCat("updates ", i, " must have the element type of input ", i));
     }
   }
   const HloAttributes& attrs = instruction.attrs();
@@ -790,10 +806,9 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
                               "scatter_indices_batching_dims contains index_vector_dim");
     }
     if (idx_dims[id] != op_dims[od]) {
-      return InstructionError(instruction,
-                              absl::StrCat("scatter_indices batching dim ", id, " has size ",
-                                           idx_dims[id], " but input batching dim ", od,
-                                           " has size ", op_dims[od]));
+      return InstructionError(
+          instruction, absl::StrCat("scatter_indices batching dim ", id, " has size ", idx_dims[id],
+                                    " but input batching dim ", od, " has size ", op_dims[od]));
     }
   }
   std::vector<int64_t> window_operand_dims;
@@ -805,8 +820,7 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
   if (window_operand_dims.size() != dn.update_window_dims.size()) {
     return InstructionError(instruction,
                             absl::StrCat("update_window_dims has ", dn.update_window_dims.size(),
-                                         " entries but the input has ",
-                                         window_operand_dims.size(),
+                                         " entries but the input has ", window_operand_dims.size(),
                                          " dims that are neither inserted nor batching"));
   }
   std::vector<int64_t> scatter_index_dims;  // start_indices dims other than index_vector_dim.
@@ -818,18 +832,17 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
     if (!Contains(dn.update_window_dims, d)) update_scatter_dims.push_back(d);
   }
   if (update_scatter_dims.size() != scatter_index_dims.size()) {
-    return InstructionError(instruction,
-                            absl::StrCat("updates have ", update_scatter_dims.size(),
-                                         " scatter dims but scatter_indices have ",
-                                         scatter_index_dims.size()));
+    return InstructionError(instruction, absl::StrCat("updates have ", update_scatter_dims.size(),
+                                                      " scatter dims but scatter_indices have ",
+                                                      scatter_index_dims.size()));
   }
   for (size_t i = 0; i < update_scatter_dims.size(); ++i) {
     if (upd_dims[update_scatter_dims[i]] != idx_dims[scatter_index_dims[i]]) {
-      return InstructionError(instruction,
-                              absl::StrCat("updates scatter dim ", update_scatter_dims[i],
-                                           " has size ", upd_dims[update_scatter_dims[i]],
-                                           " but scatter_indices dim ", scatter_index_dims[i],
-                                           " has size ", idx_dims[scatter_index_dims[i]]));
+      return InstructionError(
+          instruction,
+          absl::StrCat("updates scatter dim ", update_scatter_dims[i], " has size ",
+                       upd_dims[update_scatter_dims[i]], " but scatter_indices dim ",
+                       scatter_index_dims[i], " has size ", idx_dims[scatter_index_dims[i]]));
     }
   }
   // Window size of every operand dim (1 for inserted and batching dims).
@@ -838,11 +851,10 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
     const int64_t d = window_operand_dims[k];
     window_sizes[d] = upd_dims[dn.update_window_dims[k]];
     if (window_sizes[d] > op_dims[d]) {
-      return InstructionError(instruction,
-                              absl::StrCat("updates window dim ", dn.update_window_dims[k],
-                                           " has size ", window_sizes[d],
-                                           " which exceeds input dim ", d, " of size ",
-                                           op_dims[d]));
+      return InstructionError(
+          instruction,
+          absl::StrCat("updates window dim ", dn.update_window_dims[k], " has size ",
+                       window_sizes[d], " which exceeds input dim ", d, " of size ", op_dims[d]));
     }
   }
   // Result shape: the input (N == 1) or a tuple of the inputs.
@@ -859,13 +871,11 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
     shape_ok = n == 1 && matches(shape, 0);
   }
   if (!shape_ok) {
-    return InstructionError(instruction,
-                            absl::StrCat("result shape ", shape.ToString(false),
-                                         " does not match the inputs"));
+    return InstructionError(instruction, absl::StrCat("result shape ", shape.ToString(false),
+                                                      " does not match the inputs"));
   }
   if (static_cast<int64_t>(to_apply->parameters().size()) != 2 * n) {
-    return InstructionError(instruction, absl::StrCat("to_apply must take ", 2 * n,
-                                                      " parameters"));
+    return InstructionError(instruction, absl::StrCat("to_apply must take ", 2 * n, " parameters"));
   }
 
   // ---- Result starts as a copy of the inputs.

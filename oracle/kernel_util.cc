@@ -9,8 +9,8 @@ ReducerKind MatchBinaryReducer(const HloComputation& computation) {
   }
   const HloInstruction* a = root->operand(0);
   const HloInstruction* b = root->operand(1);
-  if (a->opcode() != HloOpcode::kParameter || b->opcode() != HloOpcode::kParameter ||
-      a == b || computation.parameters().size() != 2) {
+  if (a->opcode() != HloOpcode::kParameter || b->opcode() != HloOpcode::kParameter || a == b ||
+      computation.parameters().size() != 2) {
     return ReducerKind::kOther;
   }
   switch (root->opcode()) {

@@ -41,13 +41,12 @@ ReducerKind MatchBinaryReducer(const HloComputation& computation);
 
 // "NAME (OPCODE): MESSAGE" for errors about an instruction.
 inline absl::Status InstructionError(const HloInstruction& instruction, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(instruction.name(), " (",
-                                                 HloOpcodeString(instruction.opcode()),
-                                                 "): ", message));
+  return absl::InvalidArgumentError(absl::StrCat(
+      instruction.name(), " (", HloOpcodeString(instruction.opcode()), "): ", message));
 }
 inline absl::Status Unsupported(const HloInstruction& instruction, absl::string_view what) {
-  return absl::UnimplementedError(absl::StrCat(instruction.name(), ": ", what,
-                                               " is not supported by the interpreter"));
+  return absl::UnimplementedError(
+      absl::StrCat(instruction.name(), ": ", what, " is not supported by the interpreter"));
 }
 
 }  // namespace spmdcheck::oracle

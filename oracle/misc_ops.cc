@@ -9,7 +9,6 @@
 #include "oracle/op_registry.h"
 #include "oracle/sort.h"
 
-
 namespace spmdcheck::oracle {
 namespace {
 
@@ -72,9 +71,9 @@ absl::StatusOr<Literal> HandleRng(const HloInstruction& instruction,
   const double a = operands[0]->GetDouble(0);
   const double b = operands[1]->GetDouble(0);
   Literal value(shape);
-  uint64_t state = Mix(env.seed ^ HashName(instruction.name()) ^
-                       Mix(static_cast<uint64_t>(env.partition_id) * 7919 +
-                           static_cast<uint64_t>(env.replica_id)));
+  uint64_t state = Mix(
+      env.seed ^ HashName(instruction.name()) ^
+      Mix(static_cast<uint64_t>(env.partition_id) * 7919 + static_cast<uint64_t>(env.replica_id)));
   for (int64_t i = 0; i < value.element_count(); ++i) {
     state = Mix(state);
     const double u = static_cast<double>(state >> 11) * 0x1.0p-53;
@@ -86,8 +85,8 @@ absl::StatusOr<Literal> HandleRng(const HloInstruction& instruction,
     } else if (IsIntegralType(shape.element_type())) {
       const int64_t lo = operands[0]->GetInt64(0);
       const int64_t hi = operands[1]->GetInt64(0);
-      value.SetInt64(i, hi > lo ? lo + static_cast<int64_t>(state % static_cast<uint64_t>(hi - lo))
-                                : lo);
+      value.SetInt64(
+          i, hi > lo ? lo + static_cast<int64_t>(state % static_cast<uint64_t>(hi - lo)) : lo);
     } else {
       value.SetDouble(i, a + (b - a) * u);
     }
@@ -206,9 +205,9 @@ absl::StatusOr<std::vector<Literal>> HandleShardToFull(const CollectiveArgs& arg
     std::optional<std::vector<int64_t>> tile = sharding->DataTileIndexOf(device);
     auto it = index_of.find(device);  // Partition ids; replica 0 assembles.
     if (!tile || it == index_of.end()) continue;
-    std::vector<int64_t> data_dims(sharding->tile_assignment().dims().begin(),
-                                   sharding->tile_assignment().dims().begin() +
-                                       sharding->TiledDataRank());
+    std::vector<int64_t> data_dims(
+        sharding->tile_assignment().dims().begin(),
+        sharding->tile_assignment().dims().begin() + sharding->TiledDataRank());
     const int64_t linear = LinearIndex(data_dims, *tile);
     if (done[linear]) continue;
     done[linear] = true;

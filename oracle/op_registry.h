@@ -75,14 +75,14 @@ class OpRegistry {
 };
 
 // One registration function per op family file.
-void RegisterElementwiseOps(OpRegistry& registry);   // elementwise.cc
-void RegisterShapeOps(OpRegistry& registry);         // shape_ops.cc
-void RegisterReductionOps(OpRegistry& registry);     // reduction.cc
-void RegisterContractionOps(OpRegistry& registry);   // contraction.cc (dot, convolution)
-void RegisterIndexingOps(OpRegistry& registry);      // indexing.cc (gather, scatter)
-void RegisterSortOps(OpRegistry& registry);          // sort.cc (sort, TopK)
-void RegisterMiscOps(OpRegistry& registry);          // misc_ops.cc (ids, rng, custom-calls, ...)
-void RegisterCollectiveOps(OpRegistry& registry);    // collectives.cc
+void RegisterElementwiseOps(OpRegistry& registry);  // elementwise.cc
+void RegisterShapeOps(OpRegistry& registry);        // shape_ops.cc
+void RegisterReductionOps(OpRegistry& registry);    // reduction.cc
+void RegisterContractionOps(OpRegistry& registry);  // contraction.cc (dot, convolution)
+void RegisterIndexingOps(OpRegistry& registry);     // indexing.cc (gather, scatter)
+void RegisterSortOps(OpRegistry& registry);         // sort.cc (sort, TopK)
+void RegisterMiscOps(OpRegistry& registry);         // misc_ops.cc (ids, rng, custom-calls, ...)
+void RegisterCollectiveOps(OpRegistry& registry);   // collectives.cc
 
 // custom-call SPMDShardToFullShape needs every device's shard, so the engine runs it as a
 // collective through this entry point (misc_ops.cc).

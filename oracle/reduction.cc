@@ -245,12 +245,12 @@ inline C ApplyOrdered(bool swapped, C acc, C x) {
   return swapped ? Apply<K, C>(x, acc) : Apply<K, C>(acc, x);
 }
 
-// ---- Literal helpers -----------------------------------------------------------------------------
+// ---- Literal helpers
+// -----------------------------------------------------------------------------
 
 void CopyElement(Literal& dst, int64_t di, const Literal& src, int64_t si) {
   const int64_t width = dst.element_byte_width();
-  std::memcpy(dst.raw_data() + di * width, src.raw_data() + si * width,
-              static_cast<size_t>(width));
+  std::memcpy(dst.raw_data() + di * width, src.raw_data() + si * width, static_cast<size_t>(width));
 }
 
 Literal ScalarFrom(const Literal& src, int64_t i) {
@@ -278,8 +278,8 @@ absl::Status UnpackResult(const HloInstruction& instruction, const Literal& valu
   if (value.shape().IsTuple() && value.tuple_size() == n) {
     for (int64_t i = 0; i < n; ++i) {
       if (!fits(value.tuple_elements()[i], acc[i])) {
-        return InstructionError(instruction, absl::StrCat("the computation returned ",
-                                                          value.shape().ToString(false)));
+        return InstructionError(
+            instruction, absl::StrCat("the computation returned ", value.shape().ToString(false)));
       }
     }
     for (int64_t i = 0; i < n; ++i) CopyElement(acc[i], 0, value.tuple_elements()[i], 0);
@@ -311,10 +311,9 @@ absl::Status CheckCallable(const HloInstruction& instruction, const HloComputati
     return Unsupported(instruction, absl::StrCat("the opaque computation ", computation->name()));
   }
   if (static_cast<int64_t>(computation->parameters().size()) != num_params) {
-    return InstructionError(instruction,
-                            absl::StrCat(role, " computation ", computation->name(), " takes ",
-                                         computation->parameters().size(), " parameters, expected ",
-                                         num_params));
+    return InstructionError(instruction, absl::StrCat(role, " computation ", computation->name(),
+                                                      " takes ", computation->parameters().size(),
+                                                      " parameters, expected ", num_params));
   }
   return absl::OkStatus();
 }
@@ -373,9 +372,8 @@ absl::Status CheckResultShape(const HloInstruction& instruction,
   };
   if (n == 1 && !shape.IsTuple()) return check_array(shape, 0);
   if (!shape.IsTuple() || shape.tuple_size() != n) {
-    return InstructionError(instruction,
-                            absl::StrCat("result shape ", shape.ToString(false), " should be a ",
-                                         n, "-tuple"));
+    return InstructionError(instruction, absl::StrCat("result shape ", shape.ToString(false),
+                                                      " should be a ", n, "-tuple"));
   }
   for (int64_t i = 0; i < n; ++i) {
     absl::Status status = check_array(shape.tuple_shapes()[i], i);
@@ -473,23 +471,24 @@ bool TryTypedReduce(const Codec& codec, const ReducePlan& plan, const BinaryRedu
       // Row by row so that the common case (innermost dim kept, out_step == 1) vectorises; each
       // output element still sums its inputs in increasing row-major order.
       double* a = acc.data();
-      ForEachRowWithOutputOffset(
-          plan.in_dims, plan.out_stride_of_in_dim,
-          [&](int64_t i, int64_t o, int64_t length, int64_t step) {
-            const S* x = in + i;
-            if (step == 1) {
-              double* row = a + o;
-              for (int64_t j = 0; j < length; ++j) row[j] += static_cast<double>(codec.Load(x[j]));
-            } else if (step == 0) {
-              double sum = a[o];
-              for (int64_t j = 0; j < length; ++j) sum += static_cast<double>(codec.Load(x[j]));
-              a[o] = sum;
-            } else {
-              for (int64_t j = 0; j < length; ++j) {
-                a[o + j * step] += static_cast<double>(codec.Load(x[j]));
-              }
-            }
-          });
+      ForEachRowWithOutputOffset(plan.in_dims, plan.out_stride_of_in_dim,
+                                 [&](int64_t i, int64_t o, int64_t length, int64_t step) {
+                                   const S* x = in + i;
+                                   if (step == 1) {
+                                     double* row = a + o;
+                                     for (int64_t j = 0; j < length; ++j)
+                                       row[j] += static_cast<double>(codec.Load(x[j]));
+                                   } else if (step == 0) {
+                                     double sum = a[o];
+                                     for (int64_t j = 0; j < length; ++j)
+                                       sum += static_cast<double>(codec.Load(x[j]));
+                                     a[o] = sum;
+                                   } else {
+                                     for (int64_t j = 0; j < length; ++j) {
+                                       a[o + j * step] += static_cast<double>(codec.Load(x[j]));
+                                     }
+                                   }
+                                 });
       for (int64_t o = 0; o < out_count; ++o) out.SetDouble(o, acc[o]);
       return true;
     }
@@ -524,9 +523,8 @@ absl::StatusOr<Literal> HandleReduce(const HloInstruction& instruction,
   plan.reduced.assign(rank, false);
   for (int64_t d : *instruction.attrs().dimensions) {
     if (d < 0 || d >= rank || plan.reduced[d]) {
-      return InstructionError(instruction,
-                              absl::StrCat("bad or repeated reduce dimension ", d, " for rank ",
-                                           rank));
+      return InstructionError(
+          instruction, absl::StrCat("bad or repeated reduce dimension ", d, " for rank ", rank));
     }
     plan.reduced[d] = true;
   }
@@ -543,8 +541,8 @@ absl::StatusOr<Literal> HandleReduce(const HloInstruction& instruction,
 
   std::vector<Literal> results;
   for (int64_t i = 0; i < n; ++i) {
-    absl::StatusOr<Literal> r = Literal::CreateChecked(
-        Shape::Array(operands[i]->shape().element_type(), plan.out_dims));
+    absl::StatusOr<Literal> r =
+        Literal::CreateChecked(Shape::Array(operands[i]->shape().element_type(), plan.out_dims));
     if (!r.ok()) return r.status();
     results.push_back(*std::move(r));
   }
@@ -630,8 +628,8 @@ absl::StatusOr<WindowPlan> MakeWindowPlan(const HloInstruction& instruction,
     return InstructionError(instruction, "needs window={...}");
   }
   if (static_cast<int64_t>(plan.window.size()) != rank) {
-    return InstructionError(instruction, absl::StrCat("window has ", plan.window.size(),
-                                                      " dims, the operand ", rank));
+    return InstructionError(
+        instruction, absl::StrCat("window has ", plan.window.size(), " dims, the operand ", rank));
   }
   for (int64_t d = 0; d < rank; ++d) {
     const WindowDim& w = plan.window[d];
@@ -674,9 +672,8 @@ void ForEachInWindow(const WindowPlan& plan, absl::Span<const int64_t> out_index
 }
 
 template <typename Codec>
-bool TryTypedReduceWindow(const Codec& codec, const WindowPlan& plan,
-                          const BinaryReducer& reducer, const Literal& input, const Literal& init,
-                          Literal& out) {
+bool TryTypedReduceWindow(const Codec& codec, const WindowPlan& plan, const BinaryReducer& reducer,
+                          const Literal& input, const Literal& init, Literal& out) {
   using S = typename Codec::Storage;
   using C = typename Codec::Compute;
   if (!KindSupported<Codec>(reducer.kind)) return false;
@@ -713,8 +710,8 @@ absl::StatusOr<Literal> HandleReduceWindow(const HloInstruction& instruction,
   if (!status.ok()) return status;
   std::vector<Literal> results;
   for (int64_t i = 0; i < n; ++i) {
-    absl::StatusOr<Literal> r = Literal::CreateChecked(
-        Shape::Array(operands[i]->shape().element_type(), plan->out_dims));
+    absl::StatusOr<Literal> r =
+        Literal::CreateChecked(Shape::Array(operands[i]->shape().element_type(), plan->out_dims));
     if (!r.ok()) return r.status();
     results.push_back(*std::move(r));
   }
@@ -846,10 +843,9 @@ absl::StatusOr<Literal> HandleSelectAndScatter(const HloInstruction& instruction
   absl::StatusOr<WindowPlan> plan = MakeWindowPlan(instruction, operand.shape().dimensions());
   if (!plan.ok()) return plan.status();
   if (source.shape().dimensions() != plan->out_dims) {
-    return InstructionError(instruction,
-                            absl::StrCat("source dims ", DimsString(source.shape().dimensions()),
-                                         " differ from the window count ",
-                                         DimsString(plan->out_dims)));
+    return InstructionError(
+        instruction, absl::StrCat("source dims ", DimsString(source.shape().dimensions()),
+                                  " differ from the window count ", DimsString(plan->out_dims)));
   }
   absl::StatusOr<Literal> created = Literal::CreateChecked(instruction.shape());
   if (!created.ok()) return created.status();
@@ -962,8 +958,7 @@ absl::StatusOr<Literal> HandleSelectAndScatter(const HloInstruction& instruction
 // ---- map -------------------------------------------------------------------------------------
 
 absl::StatusOr<Literal> HandleMap(const HloInstruction& instruction,
-                                  absl::Span<const Literal* const> operands,
-                                  const EvalEnv& env) {
+                                  absl::Span<const Literal* const> operands, const EvalEnv& env) {
   const Shape& shape = instruction.shape();
   if (!shape.IsArray()) return InstructionError(instruction, "result must be an array");
   if (static_cast<int64_t>(operands.size()) != instruction.operand_count()) {
@@ -978,12 +973,13 @@ absl::StatusOr<Literal> HandleMap(const HloInstruction& instruction,
   if (instruction.attrs().dimensions) {
     const std::vector<int64_t>& dims = *instruction.attrs().dimensions;
     bool identity = static_cast<int64_t>(dims.size()) == shape.rank();
-    for (size_t i = 0; identity && i < dims.size(); ++i) identity = dims[i] == static_cast<int64_t>(i);
+    for (size_t i = 0; identity && i < dims.size(); ++i)
+      identity = dims[i] == static_cast<int64_t>(i);
     if (!identity) return Unsupported(instruction, "map over a subset of the dimensions");
   }
   const HloComputation* computation = instruction.called_computation("to_apply");
-  absl::Status status = CheckCallable(instruction, computation, "to_apply",
-                                      static_cast<int64_t>(operands.size()));
+  absl::Status status =
+      CheckCallable(instruction, computation, "to_apply", static_cast<int64_t>(operands.size()));
   if (!status.ok()) return status;
   if (NeedsCall(env)) return Unsupported(instruction, "a map without a way to call to_apply");
   absl::StatusOr<Literal> created = Literal::CreateChecked(shape);

@@ -157,9 +157,9 @@ absl::StatusOr<std::optional<ElementMismatch>> CompareShard(const Literal& local
     local_leaves.push_back({&l, p});
   });
   if (global_leaves.size() != local_leaves.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "device ", device, " holds ", local.shape().ToString(false), " but the global value is ",
-        global.shape().ToString(false)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("device ", device, " holds ", local.shape().ToString(false),
+                     " but the global value is ", global.shape().ToString(false)));
   }
   if (sharding.IsTuple() && sharding.tuple_elements().size() != global_leaves.size()) {
     return absl::InvalidArgumentError("tuple sharding does not match the value's leaves");
@@ -174,10 +174,10 @@ absl::StatusOr<std::optional<ElementMismatch>> CompareShard(const Literal& local
     if (s.IsMaximal() && s.MaximalDevice() != device) continue;
     const Shape expected_shape = s.IsTiled() ? s.TileShape(g.shape()) : g.shape();
     if (!expected_shape.Compatible(l.shape())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "device ", device, " holds ", l.shape().ToString(false), " but its shard of ",
-          g.shape().ToString(false), " under ", s.ToString(false), " is ",
-          expected_shape.ToString(false)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("device ", device, " holds ", l.shape().ToString(false),
+                       " but its shard of ", g.shape().ToString(false), " under ",
+                       s.ToString(false), " is ", expected_shape.ToString(false)));
     }
     std::optional<std::vector<ShardRange>> ranges = s.RangesForDevice(g.shape(), device);
     if (!ranges.has_value()) continue;
@@ -192,9 +192,9 @@ absl::StatusOr<std::optional<ElementMismatch>> CompareShard(const Literal& local
       const int64_t gi = LinearIndex(g.shape().dimensions(), source);
       const int64_t li = LinearIndex(l.shape().dimensions(), q);
       if (!ElementsEqual(g, gi, l, li, tolerance)) {
-        mismatch = ElementMismatch{source, std::vector<int64_t>(q.begin(), q.end()),
-                                   g.ElementToString(gi), l.ElementToString(li),
-                                   global_leaves[leaf].second};
+        mismatch =
+            ElementMismatch{source, std::vector<int64_t>(q.begin(), q.end()), g.ElementToString(gi),
+                            l.ElementToString(li), global_leaves[leaf].second};
       }
     });
     if (mismatch.has_value()) return mismatch;
@@ -215,8 +215,8 @@ std::optional<ElementMismatch> CompareLiterals(const Literal& expected, const Li
     const Literal& e = *e_leaves[leaf].first;
     const Literal& a = *a_leaves[leaf].first;
     if (!e.shape().Compatible(a.shape())) {
-      return ElementMismatch{{}, {}, e.shape().ToString(false), a.shape().ToString(false),
-                             e_leaves[leaf].second};
+      return ElementMismatch{
+          {}, {}, e.shape().ToString(false), a.shape().ToString(false), e_leaves[leaf].second};
     }
     for (int64_t i = 0; i < e.element_count(); ++i) {
       if (!ElementsEqual(e, i, a, i, tolerance)) {
@@ -227,8 +227,8 @@ std::optional<ElementMismatch> CompareLiterals(const Literal& expected, const Li
     }
   }
   if (e_leaves.size() != a_leaves.size()) {
-    return ElementMismatch{{}, {}, expected.shape().ToString(false),
-                           actual.shape().ToString(false), ""};
+    return ElementMismatch{
+        {}, {}, expected.shape().ToString(false), actual.shape().ToString(false), ""};
   }
   return std::nullopt;
 }

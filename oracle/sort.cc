@@ -102,7 +102,7 @@ void MergeSort(int64_t* v, int64_t size, std::vector<int64_t>& scratch, Less& le
 enum class KeyMode { kFloat, kTotalOrder, kSigned, kUnsigned };
 
 struct SimpleComparator {
-  int64_t operand = 0;  // Whose elements are compared.
+  int64_t operand = 0;   // Whose elements are compared.
   bool swapped = false;  // compare(rhs, lhs).
   ComparisonDirection direction = ComparisonDirection::kLt;
   KeyMode mode = KeyMode::kFloat;
@@ -113,13 +113,12 @@ bool IsFastFloat(PrimitiveType type) {
          type == PrimitiveType::kBF16 || type == PrimitiveType::kF16;
 }
 bool IsFastSigned(PrimitiveType type) {
-  return type == PrimitiveType::kS8 || type == PrimitiveType::kS16 ||
-         type == PrimitiveType::kS32 || type == PrimitiveType::kS64;
+  return type == PrimitiveType::kS8 || type == PrimitiveType::kS16 || type == PrimitiveType::kS32 ||
+         type == PrimitiveType::kS64;
 }
 bool IsFastUnsigned(PrimitiveType type) {
   return type == PrimitiveType::kPred || type == PrimitiveType::kU8 ||
-         type == PrimitiveType::kU16 || type == PrimitiveType::kU32 ||
-         type == PrimitiveType::kU64;
+         type == PrimitiveType::kU16 || type == PrimitiveType::kU32 || type == PrimitiveType::kU64;
 }
 
 // The key mode of `compare(..., type=comparison_type)` on `type`, when the fast path covers it.
@@ -187,8 +186,9 @@ int64_t TotalOrderKey(uint64_t bits, int width) {
   }
   // Negative values: flip the magnitude bits so that larger magnitudes order first.
   if (s < 0) {
-    const int64_t magnitude_mask =
-        width >= 64 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>((uint64_t{1} << (width - 1)) - 1);
+    const int64_t magnitude_mask = width >= 64
+                                       ? std::numeric_limits<int64_t>::max()
+                                       : static_cast<int64_t>((uint64_t{1} << (width - 1)) - 1);
     s ^= magnitude_mask;
   }
   return s;
@@ -232,10 +232,18 @@ void ExtractKeys(const Literal& literal, KeyMode mode, int64_t base, int64_t str
         for (int64_t j = 0; j < n; ++j) signeds[j] = data[base + j * stride];
       };
       switch (type) {
-        case PrimitiveType::kS8: load(int8_t{}); break;
-        case PrimitiveType::kS16: load(int16_t{}); break;
-        case PrimitiveType::kS32: load(int32_t{}); break;
-        default: load(int64_t{}); break;
+        case PrimitiveType::kS8:
+          load(int8_t{});
+          break;
+        case PrimitiveType::kS16:
+          load(int16_t{});
+          break;
+        case PrimitiveType::kS32:
+          load(int32_t{});
+          break;
+        default:
+          load(int64_t{});
+          break;
       }
       return;
     }
@@ -248,10 +256,18 @@ void ExtractKeys(const Literal& literal, KeyMode mode, int64_t base, int64_t str
       };
       switch (type) {
         case PrimitiveType::kPred:
-        case PrimitiveType::kU8: load(uint8_t{}); break;
-        case PrimitiveType::kU16: load(uint16_t{}); break;
-        case PrimitiveType::kU32: load(uint32_t{}); break;
-        default: load(uint64_t{}); break;
+        case PrimitiveType::kU8:
+          load(uint8_t{});
+          break;
+        case PrimitiveType::kU16:
+          load(uint16_t{});
+          break;
+        case PrimitiveType::kU32:
+          load(uint32_t{});
+          break;
+        default:
+          load(uint64_t{});
+          break;
       }
       return;
     }
@@ -261,12 +277,18 @@ void ExtractKeys(const Literal& literal, KeyMode mode, int64_t base, int64_t str
 template <typename K>
 bool CompareKeys(ComparisonDirection direction, K a, K b) {
   switch (direction) {
-    case ComparisonDirection::kEq: return a == b;
-    case ComparisonDirection::kNe: return a != b;
-    case ComparisonDirection::kLt: return a < b;
-    case ComparisonDirection::kLe: return a <= b;
-    case ComparisonDirection::kGt: return a > b;
-    case ComparisonDirection::kGe: return a >= b;
+    case ComparisonDirection::kEq:
+      return a == b;
+    case ComparisonDirection::kNe:
+      return a != b;
+    case ComparisonDirection::kLt:
+      return a < b;
+    case ComparisonDirection::kLe:
+      return a <= b;
+    case ComparisonDirection::kGt:
+      return a > b;
+    case ComparisonDirection::kGe:
+      return a >= b;
   }
   return false;
 }
@@ -278,9 +300,14 @@ bool SortPairsIfStrict(const std::vector<K>& keys, const SimpleComparator& cmp,
                        std::vector<int64_t>& perm) {
   bool greater;
   switch (cmp.direction) {
-    case ComparisonDirection::kLt: greater = cmp.swapped; break;
-    case ComparisonDirection::kGt: greater = !cmp.swapped; break;
-    default: return false;
+    case ComparisonDirection::kLt:
+      greater = cmp.swapped;
+      break;
+    case ComparisonDirection::kGt:
+      greater = !cmp.swapped;
+      break;
+    default:
+      return false;
   }
   if constexpr (std::is_floating_point_v<K>) {
     for (K key : keys) {
@@ -312,8 +339,12 @@ void SortByKeys(const std::vector<K>& keys, const SimpleComparator& cmp, std::ve
     MergeSort(perm.data(), static_cast<int64_t>(perm.size()), scratch, less);
   };
   switch (cmp.direction) {
-    case ComparisonDirection::kLt: run([](K a, K b) { return a < b; }); break;
-    case ComparisonDirection::kGt: run([](K a, K b) { return a > b; }); break;
+    case ComparisonDirection::kLt:
+      run([](K a, K b) { return a < b; });
+      break;
+    case ComparisonDirection::kGt:
+      run([](K a, K b) { return a > b; });
+      break;
     default: {
       const ComparisonDirection direction = cmp.direction;
       run([direction](K a, K b) { return CompareKeys(direction, a, b); });
@@ -343,12 +374,18 @@ class RowSorter {
     for (int64_t j = 0; j < n; ++j) perm[j] = j;
     if (n < 2) return absl::OkStatus();
     if (simple_) {
-      ExtractKeys(*operands_[simple_->operand], simple_->mode, base, stride, n, doubles_,
-                  signeds_, unsigneds_);
+      ExtractKeys(*operands_[simple_->operand], simple_->mode, base, stride, n, doubles_, signeds_,
+                  unsigneds_);
       switch (simple_->mode) {
-        case KeyMode::kFloat: SortByKeys(doubles_, *simple_, perm, scratch_); break;
-        case KeyMode::kUnsigned: SortByKeys(unsigneds_, *simple_, perm, scratch_); break;
-        default: SortByKeys(signeds_, *simple_, perm, scratch_); break;
+        case KeyMode::kFloat:
+          SortByKeys(doubles_, *simple_, perm, scratch_);
+          break;
+        case KeyMode::kUnsigned:
+          SortByKeys(unsigneds_, *simple_, perm, scratch_);
+          break;
+        default:
+          SortByKeys(signeds_, *simple_, perm, scratch_);
+          break;
       }
       return absl::OkStatus();
     }
@@ -368,8 +405,8 @@ class RowSorter {
     for (int64_t i = 0; i < count; ++i) {
       const int64_t w = operands_[i]->element_byte_width();
       for (int64_t j = 0; j < n; ++j) {
-        std::memcpy(scalars_[i * n + j].raw_data(), operands_[i]->raw_data() + (base + j * stride) * w,
-                    static_cast<size_t>(w));
+        std::memcpy(scalars_[i * n + j].raw_data(),
+                    operands_[i]->raw_data() + (base + j * stride) * w, static_cast<size_t>(w));
       }
     }
     args_.assign(static_cast<size_t>(2 * count), nullptr);
@@ -386,9 +423,9 @@ class RowSorter {
         return false;
       }
       if (!value->shape().IsScalar() || value->shape().element_type() != PrimitiveType::kPred) {
-        status = InstructionError(instruction_, absl::StrCat("comparator returned ",
-                                                             value->shape().ToString(false),
-                                                             ", expected pred[]"));
+        status = InstructionError(
+            instruction_, absl::StrCat("comparator returned ", value->shape().ToString(false),
+                                       ", expected pred[]"));
         return false;
       }
       return value->GetBits(0) != 0;
@@ -432,8 +469,8 @@ absl::StatusOr<Literal> HandleSort(const HloInstruction& instruction,
   }
   const int64_t dim = (*dimensions)[0];
   if (dim < 0 || dim >= rank) {
-    return InstructionError(instruction, absl::StrCat("sort dimension ", dim,
-                                                      " is out of range for rank ", rank));
+    return InstructionError(
+        instruction, absl::StrCat("sort dimension ", dim, " is out of range for rank ", rank));
   }
   const HloComputation* comparator = instruction.called_computation("to_apply");
   if (comparator == nullptr) return InstructionError(instruction, "missing to_apply");
@@ -442,8 +479,8 @@ absl::StatusOr<Literal> HandleSort(const HloInstruction& instruction,
   }
   const int64_t count = static_cast<int64_t>(operands.size());
   if (static_cast<int64_t>(comparator->parameters().size()) != 2 * count) {
-    return InstructionError(instruction, absl::StrCat("comparator must take ", 2 * count,
-                                                      " parameters"));
+    return InstructionError(instruction,
+                            absl::StrCat("comparator must take ", 2 * count, " parameters"));
   }
   const Shape& shape = instruction.shape();
   auto matches = [&](const Shape& s, int64_t i) {
@@ -523,12 +560,12 @@ absl::StatusOr<Literal> TopKImpl(const HloInstruction& instruction, const Litera
   std::vector<int64_t> expected = dims;
   expected[rank - 1] = k;
   if (k < 0 || k > n || values_shape.element_type() != operand.shape().element_type() ||
-      values_shape.dimensions() != expected || indices_shape.element_type() != PrimitiveType::kS32 ||
+      values_shape.dimensions() != expected ||
+      indices_shape.element_type() != PrimitiveType::kS32 ||
       indices_shape.dimensions() != expected) {
-    return InstructionError(instruction,
-                            absl::StrCat("result shape ", shape.ToString(false),
-                                         " does not fit operand ",
-                                         operand.shape().ToString(false)));
+    return InstructionError(
+        instruction, absl::StrCat("result shape ", shape.ToString(false), " does not fit operand ",
+                                  operand.shape().ToString(false)));
   }
 
   // The sort operands: the values, plus an s32 iota along the last dim for a 4-parameter
@@ -558,8 +595,8 @@ absl::StatusOr<Literal> TopKImpl(const HloInstruction& instruction, const Litera
   } else {
     std::optional<KeyMode> mode = TotalOrderModeFor(operand.shape().element_type());
     if (!mode) {
-      return Unsupported(instruction, absl::StrCat("TopK on ", PrimitiveTypeName(
-                                                                   operand.shape().element_type())));
+      return Unsupported(
+          instruction, absl::StrCat("TopK on ", PrimitiveTypeName(operand.shape().element_type())));
     }
     SimpleComparator cmp;
     cmp.operand = 0;
@@ -621,8 +658,7 @@ absl::StatusOr<Literal> HandleTopK(const HloInstruction& instruction,
   }
   const Shape& shape = instruction.shape();
   if (!shape.IsTuple() || shape.tuple_size() != 2 || !shape.tuple_shapes()[0].IsArray() ||
-      shape.tuple_shapes()[0].rank() < 1 ||
-      shape.tuple_shapes()[0].dimensions().back() != k) {
+      shape.tuple_shapes()[0].rank() < 1 || shape.tuple_shapes()[0].dimensions().back() != k) {
     return InstructionError(instruction, absl::StrCat("k=", k, " does not match the result shape ",
                                                       shape.ToString(false)));
   }

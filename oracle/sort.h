@@ -19,8 +19,7 @@ namespace spmdcheck::oracle {
 // XLA's total order (NaN > inf > ... > 0 > -0 > ... > -inf > -NaN), or smallest first when the
 // instruction carries `largest=false`. Equal elements keep the lower index first.
 absl::StatusOr<Literal> EvaluateTopK(const HloInstruction& instruction,
-                                     absl::Span<const Literal* const> operands,
-                                     const EvalEnv& env);
+                                     absl::Span<const Literal* const> operands, const EvalEnv& env);
 
 }  // namespace spmdcheck::oracle
 

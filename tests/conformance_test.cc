@@ -1,14 +1,14 @@
 // Real XLA modules (../shared/conformance, ../shared/cases) parse, verify and print
 // idempotently; the statements pasted in the seed thread parse as fragments.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include "absl/strings/match.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "ir/hlo_parser.h"

@@ -2,12 +2,12 @@
 // reproduce, checked with the oracle's own equivalence check and with hand-picked inputs.
 #include "oracle/equivalence.h"
 
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include "ir/hlo_parser.h"
 #include "oracle/engine.h"

@@ -31,7 +31,8 @@ std::string ParseError(absl::string_view text, bool fragment = false) {
 }
 
 TEST(HloParserTest, DumpSyntaxWithPercentNamesCommentsAndMultiLineStatements) {
-  ParsedModule parsed = MustParse(R"(HloModule m, is_scheduled=true, entry_computation_layout={(f32[8]{0})->f32[8]{0}}, num_partitions=2
+  ParsedModule parsed = MustParse(
+      R"(HloModule m, is_scheduled=true, entry_computation_layout={(f32[8]{0})->f32[8]{0}}, num_partitions=2
 
 %add.1 (x: f32[], y: f32[]) -> f32[] {
   %x = f32[] parameter(0)
@@ -60,8 +61,7 @@ ENTRY %main (p: f32[8]) -> f32[8] {
   EXPECT_EQ(root->opcode(), HloOpcode::kAllReduce);
   EXPECT_EQ(*root->attrs().channel_id, 1);
   EXPECT_TRUE(*root->attrs().use_global_device_ids);
-  EXPECT_EQ(root->attrs().replica_groups->groups(),
-            (std::vector<std::vector<int64_t>>{{0, 1}}));
+  EXPECT_EQ(root->attrs().replica_groups->groups(), (std::vector<std::vector<int64_t>>{{0, 1}}));
   EXPECT_EQ(root->called_computation("to_apply")->name(), "add.1");
   ASSERT_NE(root->FindRawAttribute("backend_config"), nullptr);
   EXPECT_EQ(root->FindRawAttribute("backend_config")->text, R"({"flag":true})");
@@ -172,7 +172,8 @@ ENTRY e {
 }
 
 TEST(HloParserTest, NumDevicesCommentSetsPartitionCount) {
-  ParsedModule parsed = MustParse("// num_devices=8 test=X\nHloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n");
+  ParsedModule parsed = MustParse(
+      "// num_devices=8 test=X\nHloModule m\nENTRY e {\n  ROOT p = f32[] parameter(0)\n}\n");
   ASSERT_NE(parsed.module, nullptr);
   EXPECT_EQ(parsed.module->num_partitions(), 8);
 }
@@ -191,8 +192,9 @@ TEST(HloParserErrorTest, UnknownOpcodeAndUndefinedOperand) {
 }
 
 TEST(HloParserErrorTest, CutOffInputIsReportedNotCrashed) {
-  EXPECT_THAT(ParseError("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] add(a,"),
-              HasSubstr("cut off"));
+  EXPECT_THAT(
+      ParseError("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n  ROOT b = f32[2] add(a,"),
+      HasSubstr("cut off"));
   EXPECT_THAT(ParseError("HloModule m\nENTRY e {\n  a = f32[2] parameter(0)\n"),
               HasSubstr("bad.hlo:2:1: error: computation 'e' is cut off: no closing '}'"));
 }
@@ -220,13 +222,18 @@ TEST(HloParserErrorTest, HugeShapesAndDeepNesting) {
 }
 
 TEST(HloParserErrorTest, MalformedShardings) {
-  EXPECT_THAT(ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0), sharding={devices=[1]0}\n}\n"),
-              HasSubstr("non-maximal shardings must have more than one device assigned"));
-  EXPECT_THAT(ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0), sharding={devices=[2,2]<=[4,1]}\n}\n"),
+  EXPECT_THAT(
+      ParseError(
+          "HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0), sharding={devices=[1]0}\n}\n"),
+      HasSubstr("non-maximal shardings must have more than one device assigned"));
+  EXPECT_THAT(ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0), "
+                         "sharding={devices=[2,2]<=[4,1]}\n}\n"),
               HasSubstr("expected 'T('"));
-  EXPECT_THAT(ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0), sharding={devices=[4]<=[2,2]T(0,0)}\n}\n"),
+  EXPECT_THAT(ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0), "
+                         "sharding={devices=[4]<=[2,2]T(0,0)}\n}\n"),
               HasSubstr("is not a permutation"));
-  EXPECT_THAT(ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0), sharding={devices=[2]0,1, replicated}\n}\n"),
+  EXPECT_THAT(ParseError("HloModule m\nENTRY e {\n  ROOT p = f32[4] parameter(0), "
+                         "sharding={devices=[2]0,1, replicated}\n}\n"),
               HasSubstr("bad.hlo:3:59: error: expected a device id"));
 }
 

@@ -173,10 +173,10 @@ absl::StatusOr<Literal> TestCall(const HloComputation& computation,
 }
 
 // Runs the collective handler of `instruction` with operands[i] on devices[i].
-absl::StatusOr<std::vector<Literal>> RunCollective(const HloInstruction& instruction,
-                                         const std::vector<int64_t>& devices,
-                                         const std::vector<std::vector<Literal>>& operands,
-                                         int64_t num_partitions, int64_t replica_count) {
+absl::StatusOr<std::vector<Literal>> RunCollective(
+    const HloInstruction& instruction, const std::vector<int64_t>& devices,
+    const std::vector<std::vector<Literal>>& operands, int64_t num_partitions,
+    int64_t replica_count) {
   OpRegistry registry;
   RegisterCollectiveOps(registry);
   CollectiveHandler handler = registry.FindCollective(instruction.opcode());
@@ -221,8 +221,8 @@ std::vector<Literal> RunAll(const HloInstruction& instruction,
                             const std::vector<std::vector<Literal>>& operands,
                             int64_t num_partitions, int64_t replica_count) {
   absl::StatusOr<std::vector<Literal>> result =
-      RunCollective(instruction, AllDevices(num_partitions * replica_count), operands, num_partitions,
-          replica_count);
+      RunCollective(instruction, AllDevices(num_partitions * replica_count), operands,
+                    num_partitions, replica_count);
   EXPECT_TRUE(result.ok()) << result.status().message();
   if (!result.ok()) return {};
   EXPECT_EQ(result->size(), static_cast<size_t>(num_partitions * replica_count));
@@ -233,8 +233,8 @@ absl::Status RunError(const HloInstruction& instruction,
                       const std::vector<std::vector<Literal>>& operands, int64_t num_partitions,
                       int64_t replica_count) {
   absl::StatusOr<std::vector<Literal>> result =
-      RunCollective(instruction, AllDevices(num_partitions * replica_count), operands, num_partitions,
-          replica_count);
+      RunCollective(instruction, AllDevices(num_partitions * replica_count), operands,
+                    num_partitions, replica_count);
   EXPECT_FALSE(result.ok());
   return result.ok() ? absl::OkStatus() : result.status();
 }
@@ -260,7 +260,8 @@ absl::Status GroupsError(absl::string_view body, absl::string_view name, int64_t
   return groups.ok() ? absl::OkStatus() : groups.status();
 }
 
-// ---- Group modes ---------------------------------------------------------------------------------
+// ---- Group modes
+// ---------------------------------------------------------------------------------
 
 TEST(GroupModeTest, ModesFromChannelAndFlag) {
   std::unique_ptr<HloModule> module = Parse(R"(
@@ -312,7 +313,8 @@ TEST(CollectiveGroupsTest, CrossReplicaRepeatsEachGroupPerPartition) {
   EXPECT_EQ(GroupsOf(R"(
   p = f32[] parameter(0)
   ROOT ar = f32[] all-reduce(p), replica_groups={{0,1},{2,3}}, to_apply=sum_f32
-)", "ar", /*P=*/2, /*R=*/4),
+)",
+                     "ar", /*P=*/2, /*R=*/4),
             (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
 }
 
@@ -320,7 +322,8 @@ TEST(CollectiveGroupsTest, CrossReplicaEmptyMeansAllReplicas) {
   EXPECT_EQ(GroupsOf(R"(
   p = f32[] parameter(0)
   ROOT ar = f32[] all-reduce(p), replica_groups={}, to_apply=sum_f32
-)", "ar", 2, 2),
+)",
+                     "ar", 2, 2),
             (Groups{{0, 2}, {1, 3}}));
 }
 
@@ -329,7 +332,8 @@ TEST(CollectiveGroupsTest, CrossPartitionRepeatsEachGroupPerReplica) {
   EXPECT_EQ(GroupsOf(R"(
   p = f32[4] parameter(0)
   ROOT a2a = f32[4] all-to-all(p), channel_id=1, replica_groups={{0,1},{2,3}}, dimensions={0}
-)", "a2a", 4, 2),
+)",
+                     "a2a", 4, 2),
             (Groups{{0, 1}, {4, 5}, {2, 3}, {6, 7}}));
 }
 
@@ -337,7 +341,8 @@ TEST(CollectiveGroupsTest, CrossPartitionEmptyMeansAllPartitions) {
   EXPECT_EQ(GroupsOf(R"(
   p = f32[4] parameter(0)
   ROOT cb = f32[4] collective-broadcast(p), channel_id=1, replica_groups={}
-)", "cb", 2, 2),
+)",
+                     "cb", 2, 2),
             (Groups{{0, 1}, {2, 3}}));
 }
 
@@ -346,18 +351,21 @@ TEST(CollectiveGroupsTest, CrossReplicaAndPartitionIsReplicaMajor) {
   EXPECT_EQ(GroupsOf(R"(
   p = f32[2] parameter(0)
   ROOT ag = f32[12] all-gather(p), channel_id=1, replica_groups={{1,0}}, dimensions={0}
-)", "ag", 3, 2),
+)",
+                     "ag", 3, 2),
             (Groups{{3, 4, 5, 0, 1, 2}}));
   EXPECT_EQ(GroupsOf(R"(
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), channel_id=1, replica_groups={{0},{1}}, to_apply=sum_f32
-)", "ar", 2, 2),
+)",
+                     "ar", 2, 2),
             (Groups{{0, 1}, {2, 3}}));
   // Empty: every replica, so every device.
   EXPECT_EQ(GroupsOf(R"(
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), channel_id=1, replica_groups={}, to_apply=sum_f32
-)", "ar", 2, 2),
+)",
+                     "ar", 2, 2),
             (Groups{{0, 1, 2, 3}}));
 }
 
@@ -365,12 +373,14 @@ TEST(CollectiveGroupsTest, FlattenedIdsExplicitAndIota) {
   EXPECT_EQ(GroupsOf(R"(
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), channel_id=1, replica_groups={{0,5},{1,4},{2,7},{3,6}}, use_global_device_ids=true, to_apply=sum_f32
-)", "ar", 4, 2),
+)",
+                     "ar", 4, 2),
             (Groups{{0, 5}, {1, 4}, {2, 7}, {3, 6}}));
   EXPECT_EQ(GroupsOf(R"(
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), channel_id=1, replica_groups=[2,4]<=[4,2]T(1,0), use_global_device_ids=true, to_apply=sum_f32
-)", "ar", 4, 2),
+)",
+                     "ar", 4, 2),
             (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}}));
 }
 
@@ -378,7 +388,8 @@ TEST(CollectiveGroupsTest, PlainIotaReplicaGroups) {
   EXPECT_EQ(GroupsOf(R"(
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), replica_groups=[4,2]<=[8], to_apply=sum_f32
-)", "ar", 1, 8),
+)",
+                     "ar", 1, 8),
             (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}}));
 }
 
@@ -387,12 +398,14 @@ TEST(CollectiveGroupsTest, CollectivePermuteRendezvousIsEveryone) {
   EXPECT_EQ(GroupsOf(R"(
   p = f32[2] parameter(0)
   ROOT cp = f32[2] collective-permute(p), channel_id=1, source_target_pairs={{0,1}}
-)", "cp", 3, 2),
+)",
+                     "cp", 3, 2),
             (Groups{{0, 1, 2}, {3, 4, 5}}));
   EXPECT_EQ(GroupsOf(R"(
   p = f32[2] parameter(0)
   ROOT cp = f32[2] collective-permute(p), source_target_pairs={{0,1}}
-)", "cp", 3, 2),
+)",
+                     "cp", 3, 2),
             (Groups{{0, 3}, {1, 4}, {2, 5}}));
 }
 
@@ -400,7 +413,8 @@ TEST(CollectiveGroupsTest, IdTwiceIsAnError) {
   ExpectInvalid(GroupsError(R"(
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), replica_groups={{0,1},{1,2}}, to_apply=sum_f32
-)", "ar", 1, 3),
+)",
+                            "ar", 1, 3),
                 "ar", "replica id 1 appears more than once");
 }
 
@@ -408,12 +422,14 @@ TEST(CollectiveGroupsTest, IdOutOfRangeIsAnError) {
   ExpectInvalid(GroupsError(R"(
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), replica_groups={{0,4}}, to_apply=sum_f32
-)", "ar", 1, 4),
+)",
+                            "ar", 1, 4),
                 "ar", "replica id 4 in replica_groups {{0,4}} is out of range [0, 4)");
   ExpectInvalid(GroupsError(R"(
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), channel_id=1, replica_groups={{0,8}}, use_global_device_ids=true, to_apply=sum_f32
-)", "ar", 4, 2),
+)",
+                            "ar", 4, 2),
                 "ar", "flattened id 8");
 }
 
@@ -421,12 +437,14 @@ TEST(CollectiveGroupsTest, DeviceInNoGroupIsAnError) {
   ExpectInvalid(GroupsError(R"(
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), replica_groups={{0,1}}, to_apply=sum_f32
-)", "ar", 1, 4),
+)",
+                            "ar", 1, 4),
                 "ar", "replica id 2 is in no group");
   ExpectInvalid(GroupsError(R"(
   p = f32[2] parameter(0)
   ROOT cb = f32[2] collective-broadcast(p), channel_id=1, replica_groups={{0,1}}
-)", "cb", 4, 1),
+)",
+                            "cb", 4, 1),
                 "cb", "partition id 2 is in no group");
 }
 
@@ -434,7 +452,8 @@ TEST(CollectiveGroupsTest, GlobalIdsWithoutChannelIsAnError) {
   ExpectInvalid(GroupsError(R"(
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), replica_groups={{0,1}}, use_global_device_ids=true, to_apply=sum_f32
-)", "ar", 1, 2),
+)",
+                            "ar", 1, 2),
                 "ar", "requires a channel_id");
 }
 
@@ -442,7 +461,8 @@ TEST(CollectiveGroupsTest, EmptyGroupsInFlattenedModeIsAnError) {
   ExpectInvalid(GroupsError(R"(
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), channel_id=1, replica_groups={}, use_global_device_ids=true, to_apply=sum_f32
-)", "ar", 2, 1),
+)",
+                            "ar", 2, 1),
                 "ar", "flattened-id mode");
 }
 
@@ -450,11 +470,13 @@ TEST(CollectiveGroupsTest, EmptyGroupIsAnError) {
   ExpectInvalid(GroupsError(R"(
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), replica_groups={{0,1},{}}, to_apply=sum_f32
-)", "ar", 1, 2),
+)",
+                            "ar", 1, 2),
                 "ar", "replica group 1 is empty");
 }
 
-// ---- all-reduce ----------------------------------------------------------------------------------
+// ---- all-reduce
+// ----------------------------------------------------------------------------------
 
 TEST(AllReduceTest, CrossReplicaExplicitGroups) {
   std::unique_ptr<HloModule> module = Parse(R"(
@@ -462,10 +484,10 @@ TEST(AllReduceTest, CrossReplicaExplicitGroups) {
   ROOT ar = f32[2] all-reduce(p), replica_groups={{0,1},{2,3}}, to_apply=sum_f32
 )");
   // Device d holds {d, 10d}.
-  std::vector<Literal> out = RunAll(Find(*module, "ar"), PerDevice(4, [](int64_t d) {
-                                      return L("f32[2]", absl::StrCat("{", d, ", ", 10 * d, "}"));
-                                    }),
-                                    1, 4);
+  std::vector<Literal> out = RunAll(
+      Find(*module, "ar"),
+      PerDevice(4, [](int64_t d) { return L("f32[2]", absl::StrCat("{", d, ", ", 10 * d, "}")); }),
+      1, 4);
   ASSERT_EQ(out.size(), 4u);
   ExpectLiteral(out[0], "f32[2]", "{1, 10}");
   ExpectLiteral(out[1], "f32[2]", "{1, 10}");
@@ -479,10 +501,9 @@ TEST(AllReduceTest, CrossReplicaWithSeveralPartitions) {
   p = s32[] parameter(0)
   ROOT ar = s32[] all-reduce(p), replica_groups={}, to_apply=sum_s32
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "ar"), PerDevice(4, [](int64_t d) {
-                                      return L("s32[]", absl::StrCat(1 << d));
-                                    }),
-                                    2, 2);
+  std::vector<Literal> out =
+      RunAll(Find(*module, "ar"),
+             PerDevice(4, [](int64_t d) { return L("s32[]", absl::StrCat(1 << d)); }), 2, 2);
   ASSERT_EQ(out.size(), 4u);
   ExpectLiteral(out[0], "s32[]", "5");
   ExpectLiteral(out[1], "s32[]", "10");
@@ -536,10 +557,9 @@ TEST(AllReduceTest, FlattenedExplicitNonUniformGroups) {
   ROOT ar = s32[] all-reduce(p), channel_id=1, replica_groups={{0},{3,1,2}}, use_global_device_ids=true, to_apply=sum_s32
 )");
   const int64_t x[] = {1, 10, 100, 1000};
-  std::vector<Literal> out = RunAll(Find(*module, "ar"), PerDevice(4, [&](int64_t d) {
-                                      return L("s32[]", absl::StrCat(x[d]));
-                                    }),
-                                    4, 1);
+  std::vector<Literal> out =
+      RunAll(Find(*module, "ar"),
+             PerDevice(4, [&](int64_t d) { return L("s32[]", absl::StrCat(x[d])); }), 4, 1);
   ASSERT_EQ(out.size(), 4u);
   ExpectLiteral(out[0], "s32[]", "1");
   for (int d = 1; d < 4; ++d) ExpectLiteral(out[d], "s32[]", "1110");
@@ -675,10 +695,9 @@ TEST(AllReduceTest, SingleMemberGroupsReturnTheOperand) {
   p = f32[2] parameter(0)
   ROOT ar = f32[2] all-reduce(p), replica_groups={{0},{1}}, to_apply=sub_f32
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "ar"), PerDevice(2, [](int64_t d) {
-                                      return L("f32[2]", absl::StrCat("{", d, ", 7}"));
-                                    }),
-                                    1, 2);
+  std::vector<Literal> out = RunAll(
+      Find(*module, "ar"),
+      PerDevice(2, [](int64_t d) { return L("f32[2]", absl::StrCat("{", d, ", 7}")); }), 1, 2);
   ASSERT_EQ(out.size(), 2u);
   ExpectLiteral(out[0], "f32[2]", "{0, 7}");
   ExpectLiteral(out[1], "f32[2]", "{1, 7}");
@@ -710,17 +729,19 @@ TEST(AllReduceTest, StartAndDone) {
   ExpectLiteral(*value, "(u32[], u32[])", "(3, 5)");
 }
 
-// ---- all-gather ----------------------------------------------------------------------------------
+// ---- all-gather
+// ----------------------------------------------------------------------------------
 
 TEST(AllGatherTest, CrossReplicaExplicitGroups) {
   std::unique_ptr<HloModule> module = Parse(R"(
   p = s32[1,2] parameter(0)
   ROOT ag = s32[2,2] all-gather(p), replica_groups={{0,1},{2,3}}, dimensions={0}
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "ag"), PerDevice(4, [](int64_t d) {
-                                      return L("s32[1,2]", absl::StrCat("{{", d, ", ", 10 + d, "}}"));
-                                    }),
-                                    1, 4);
+  std::vector<Literal> out = RunAll(
+      Find(*module, "ag"),
+      PerDevice(4,
+                [](int64_t d) { return L("s32[1,2]", absl::StrCat("{{", d, ", ", 10 + d, "}}")); }),
+      1, 4);
   ASSERT_EQ(out.size(), 4u);
   ExpectLiteral(out[0], "s32[2,2]", "{{0, 10}, {1, 11}}");
   ExpectLiteral(out[1], "s32[2,2]", "{{0, 10}, {1, 11}}");
@@ -733,10 +754,9 @@ TEST(AllGatherTest, CrossReplicaWithSeveralPartitions) {
   p = s32[1] parameter(0)
   ROOT ag = s32[2] all-gather(p), replica_groups={}, dimensions={0}
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "ag"), PerDevice(4, [](int64_t d) {
-                                      return L("s32[1]", absl::StrCat("{", d, "}"));
-                                    }),
-                                    2, 2);
+  std::vector<Literal> out =
+      RunAll(Find(*module, "ag"),
+             PerDevice(4, [](int64_t d) { return L("s32[1]", absl::StrCat("{", d, "}")); }), 2, 2);
   ASSERT_EQ(out.size(), 4u);
   ExpectLiteral(out[0], "s32[2]", "{0, 2}");
   ExpectLiteral(out[1], "s32[2]", "{1, 3}");
@@ -750,10 +770,11 @@ TEST(AllGatherTest, CrossReplicaAndPartitionAlongDim1) {
   p = s32[2,1] parameter(0)
   ROOT ag = s32[2,4] all-gather(p), channel_id=1, replica_groups={{1,0}}, dimensions={1}
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "ag"), PerDevice(4, [](int64_t d) {
-                                      return L("s32[2,1]", absl::StrCat("{{", d, "}, {", 10 + d, "}}"));
-                                    }),
-                                    2, 2);
+  std::vector<Literal> out = RunAll(
+      Find(*module, "ag"),
+      PerDevice(
+          4, [](int64_t d) { return L("s32[2,1]", absl::StrCat("{{", d, "}, {", 10 + d, "}}")); }),
+      2, 2);
   ASSERT_EQ(out.size(), 4u);
   for (const Literal& l : out) ExpectLiteral(l, "s32[2,4]", "{{2, 3, 0, 1}, {12, 13, 10, 11}}");
 }
@@ -763,10 +784,9 @@ TEST(AllGatherTest, FlattenedTransposedIota) {
   p = f32[1] parameter(0)
   ROOT ag = f32[4] all-gather(p), channel_id=1, replica_groups=[2,4]<=[4,2]T(1,0), dimensions={0}, use_global_device_ids=true
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "ag"), PerDevice(8, [](int64_t d) {
-                                      return L("f32[1]", absl::StrCat("{", d, "}"));
-                                    }),
-                                    4, 2);
+  std::vector<Literal> out =
+      RunAll(Find(*module, "ag"),
+             PerDevice(8, [](int64_t d) { return L("f32[1]", absl::StrCat("{", d, "}")); }), 4, 2);
   ASSERT_EQ(out.size(), 8u);
   for (int d = 0; d < 8; ++d) {
     ExpectLiteral(out[d], "f32[4]", d % 2 == 0 ? "{0, 2, 4, 6}" : "{1, 3, 5, 7}");
@@ -778,13 +798,15 @@ TEST(AllGatherTest, MiddleDimensionOfRank3) {
   p = s32[2,1,2] parameter(0)
   ROOT ag = s32[2,2,2] all-gather(p), replica_groups={}, dimensions={1}
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "ag"), PerDevice(2, [](int64_t d) {
-                                      const int64_t b = 100 * d;
-                                      return L("s32[2,1,2]",
-                                               absl::StrCat("{{{", b, ", ", b + 1, "}}, {{", b + 2,
-                                                            ", ", b + 3, "}}}"));
-                                    }),
-                                    1, 2);
+  std::vector<Literal> out =
+      RunAll(Find(*module, "ag"),
+             PerDevice(2,
+                       [](int64_t d) {
+                         const int64_t b = 100 * d;
+                         return L("s32[2,1,2]", absl::StrCat("{{{", b, ", ", b + 1, "}}, {{", b + 2,
+                                                             ", ", b + 3, "}}}"));
+                       }),
+             1, 2);
   ASSERT_EQ(out.size(), 2u);
   for (const Literal& l : out) {
     ExpectLiteral(l, "s32[2,2,2]", "{{{0, 1}, {100, 101}}, {{2, 3}, {102, 103}}}");
@@ -821,7 +843,8 @@ TEST(AllGatherTest, DevicesInAnyOrder) {
     ops.push_back(L("s32[1]", absl::StrCat("{", 10 * d, "}")));
     operands.push_back(std::move(ops));
   }
-  absl::StatusOr<std::vector<Literal>> out = RunCollective(Find(*module, "ag"), devices, operands, 1, 4);
+  absl::StatusOr<std::vector<Literal>> out =
+      RunCollective(Find(*module, "ag"), devices, operands, 1, 4);
   ASSERT_TRUE(out.ok()) << out.status().message();
   ASSERT_EQ(out->size(), 4u);
   ExpectLiteral((*out)[0], "s32[2]", "{20, 30}");
@@ -836,10 +859,12 @@ TEST(AllGatherTest, StartAndDone) {
   ags = (u32[1,2], u32[2,2]) all-gather-start(a), replica_groups={}, dimensions={0}
   ROOT done = u32[2,2] all-gather-done(ags)
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "ags"), PerDevice(2, [](int64_t d) {
-                                      return L("u32[1,2]", absl::StrCat("{{", 10 + d, ", ", 15 + d, "}}"));
-                                    }),
-                                    1, 2);
+  std::vector<Literal> out = RunAll(
+      Find(*module, "ags"),
+      PerDevice(
+          2,
+          [](int64_t d) { return L("u32[1,2]", absl::StrCat("{{", 10 + d, ", ", 15 + d, "}}")); }),
+      1, 2);
   ASSERT_EQ(out.size(), 2u);
   ExpectLiteral(out[0], "(u32[1,2], u32[2,2])", "({{10, 15}}, {{10, 15}, {11, 16}})");
   ExpectLiteral(out[1], "(u32[1,2], u32[2,2])", "({{11, 16}}, {{10, 15}, {11, 16}})");
@@ -858,14 +883,13 @@ TEST(AllGatherTest, WrongResultShapeIsAnError) {
   p = f32[1] parameter(0)
   ROOT ag = f32[3] all-gather(p), replica_groups={}, dimensions={0}
 )");
-  ExpectInvalid(RunError(Find(*module, "ag"), PerDevice(2, [](int64_t) {
-                           return L("f32[1]", "{1}");
-                         }),
-                         1, 2),
-                "ag", "f32[2]");
+  ExpectInvalid(
+      RunError(Find(*module, "ag"), PerDevice(2, [](int64_t) { return L("f32[1]", "{1}"); }), 1, 2),
+      "ag", "f32[2]");
 }
 
-// ---- reduce-scatter ------------------------------------------------------------------------------
+// ---- reduce-scatter
+// ------------------------------------------------------------------------------
 
 TEST(ReduceScatterTest, CrossReplica) {
   std::unique_ptr<HloModule> module = Parse(R"(
@@ -888,12 +912,15 @@ TEST(ReduceScatterTest, CrossReplicaAndPartitionBlocksFollowPosition) {
   p = s32[8] parameter(0)
   ROOT rs = s32[2] reduce-scatter(p), channel_id=1, replica_groups={{1,0}}, dimensions={0}, to_apply=sum_s32
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "rs"), PerDevice(4, [](int64_t d) {
-                                      std::vector<std::string> v;
-                                      for (int i = 0; i < 8; ++i) v.push_back(absl::StrCat(10 * d + i));
-                                      return L("s32[8]", absl::StrCat("{", absl::StrJoin(v, ", "), "}"));
-                                    }),
-                                    2, 2);
+  std::vector<Literal> out =
+      RunAll(Find(*module, "rs"),
+             PerDevice(4,
+                       [](int64_t d) {
+                         std::vector<std::string> v;
+                         for (int i = 0; i < 8; ++i) v.push_back(absl::StrCat(10 * d + i));
+                         return L("s32[8]", absl::StrCat("{", absl::StrJoin(v, ", "), "}"));
+                       }),
+             2, 2);
   ASSERT_EQ(out.size(), 4u);
   ExpectLiteral(out[2], "s32[2]", "{60, 64}");
   ExpectLiteral(out[3], "s32[2]", "{68, 72}");
@@ -908,14 +935,15 @@ TEST(ReduceScatterTest, FlattenedTransposedIotaAlongDim1) {
   p = s32[2,4] parameter(0)
   ROOT rs = s32[2,1] reduce-scatter(p), channel_id=1, replica_groups=[2,4]<=[4,2]T(1,0), use_global_device_ids=true, dimensions={1}, to_apply=sum_s32
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "rs"), PerDevice(8, [](int64_t d) {
-                                      return L("s32[2,4]",
-                                               absl::StrCat("{{", d, ", ", 2 * d, ", ", 3 * d, ", ",
-                                                            4 * d, "}, {", d + 100, ", ",
-                                                            2 * d + 100, ", ", 3 * d + 100, ", ",
-                                                            4 * d + 100, "}}"));
-                                    }),
-                                    4, 2);
+  std::vector<Literal> out = RunAll(
+      Find(*module, "rs"),
+      PerDevice(8,
+                [](int64_t d) {
+                  return L("s32[2,4]", absl::StrCat("{{", d, ", ", 2 * d, ", ", 3 * d, ", ", 4 * d,
+                                                    "}, {", d + 100, ", ", 2 * d + 100, ", ",
+                                                    3 * d + 100, ", ", 4 * d + 100, "}}"));
+                }),
+      4, 2);
   ASSERT_EQ(out.size(), 8u);
   ExpectLiteral(out[0], "s32[2,1]", "{{12}, {412}}");
   ExpectLiteral(out[2], "s32[2,1]", "{{24}, {424}}");
@@ -949,14 +977,13 @@ TEST(ReduceScatterTest, IndivisibleDimensionIsAnError) {
   p = f32[4] parameter(0)
   ROOT rs = f32[1] reduce-scatter(p), replica_groups={}, dimensions={0}, to_apply=sum_f32
 )");
-  ExpectInvalid(RunError(Find(*module, "rs"), PerDevice(3, [](int64_t) {
-                           return L("f32[4]", "{1, 2, 3, 4}");
-                         }),
-                         1, 3),
+  ExpectInvalid(RunError(Find(*module, "rs"),
+                         PerDevice(3, [](int64_t) { return L("f32[4]", "{1, 2, 3, 4}"); }), 1, 3),
                 "rs", "not divisible by the size 3");
 }
 
-// ---- all-to-all ----------------------------------------------------------------------------------
+// ---- all-to-all
+// ----------------------------------------------------------------------------------
 
 TEST(AllToAllTest, ArrayFormCrossPartitionPermutedGroup) {
   // P = R = 2, channel: groups per replica in rank order [1,0] and [3,2]; chunks of 2.
@@ -964,12 +991,15 @@ TEST(AllToAllTest, ArrayFormCrossPartitionPermutedGroup) {
   p = s32[4] parameter(0)
   ROOT a2a = s32[4] all-to-all(p), channel_id=1, replica_groups={{1,0}}, dimensions={0}
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "a2a"), PerDevice(4, [](int64_t d) {
-                                      const int64_t b = 10 * d;
-                                      return L("s32[4]", absl::StrCat("{", b, ", ", b + 1, ", ",
-                                                                      b + 2, ", ", b + 3, "}"));
-                                    }),
-                                    2, 2);
+  std::vector<Literal> out =
+      RunAll(Find(*module, "a2a"),
+             PerDevice(4,
+                       [](int64_t d) {
+                         const int64_t b = 10 * d;
+                         return L("s32[4]",
+                                  absl::StrCat("{", b, ", ", b + 1, ", ", b + 2, ", ", b + 3, "}"));
+                       }),
+             2, 2);
   ASSERT_EQ(out.size(), 4u);
   ExpectLiteral(out[1], "s32[4]", "{10, 11, 0, 1}");
   ExpectLiteral(out[0], "s32[4]", "{12, 13, 2, 3}");
@@ -982,12 +1012,15 @@ TEST(AllToAllTest, ArrayFormAlongDim1) {
   p = s32[2,2] parameter(0)
   ROOT a2a = s32[2,2] all-to-all(p), replica_groups={}, dimensions={1}
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "a2a"), PerDevice(2, [](int64_t d) {
-                                      const int64_t b = 10 * d;
-                                      return L("s32[2,2]", absl::StrCat("{{", b, ", ", b + 1, "}, {",
-                                                                        b + 2, ", ", b + 3, "}}"));
-                                    }),
-                                    1, 2);
+  std::vector<Literal> out = RunAll(
+      Find(*module, "a2a"),
+      PerDevice(2,
+                [](int64_t d) {
+                  const int64_t b = 10 * d;
+                  return L("s32[2,2]",
+                           absl::StrCat("{{", b, ", ", b + 1, "}, {", b + 2, ", ", b + 3, "}}"));
+                }),
+      1, 2);
   ASSERT_EQ(out.size(), 2u);
   ExpectLiteral(out[0], "s32[2,2]", "{{0, 10}, {2, 12}}");
   ExpectLiteral(out[1], "s32[2,2]", "{{1, 11}, {3, 13}}");
@@ -1018,10 +1051,8 @@ TEST(AllToAllTest, IndivisibleDimensionIsAnError) {
   p = s32[3] parameter(0)
   ROOT a2a = s32[3] all-to-all(p), replica_groups={}, dimensions={0}
 )");
-  ExpectInvalid(RunError(Find(*module, "a2a"), PerDevice(2, [](int64_t) {
-                           return L("s32[3]", "{1, 2, 3}");
-                         }),
-                         1, 2),
+  ExpectInvalid(RunError(Find(*module, "a2a"),
+                         PerDevice(2, [](int64_t) { return L("s32[3]", "{1, 2, 3}"); }), 1, 2),
                 "a2a", "not divisible by the size 2");
 }
 
@@ -1034,21 +1065,21 @@ TEST(AllToAllTest, TupleFormNeedsOneOperandPerMember) {
   for (int d = 0; d < 2; ++d) {
     for (int k = 0; k < 3; ++k) operands[d].push_back(L("u32[2]", "{1, 2}"));
   }
-  ExpectInvalid(RunError(Find(*module, "a2a"), operands, 1, 2), "a2a",
-                "one operand per member");
+  ExpectInvalid(RunError(Find(*module, "a2a"), operands, 1, 2), "a2a", "one operand per member");
 }
 
-// ---- collective-permute --------------------------------------------------------------------------
+// ---- collective-permute
+// --------------------------------------------------------------------------
 
 TEST(CollectivePermuteTest, Rotation) {
   std::unique_ptr<HloModule> module = Parse(R"(
   p = s32[2] parameter(0)
   ROOT cp = s32[2] collective-permute(p), channel_id=1, source_target_pairs={{0,1},{1,2},{2,3},{3,0}}
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "cp"), PerDevice(4, [](int64_t d) {
-                                      return L("s32[2]", absl::StrCat("{", d, ", ", 10 * d, "}"));
-                                    }),
-                                    4, 1);
+  std::vector<Literal> out = RunAll(
+      Find(*module, "cp"),
+      PerDevice(4, [](int64_t d) { return L("s32[2]", absl::StrCat("{", d, ", ", 10 * d, "}")); }),
+      4, 1);
   ASSERT_EQ(out.size(), 4u);
   ExpectLiteral(out[0], "s32[2]", "{3, 30}");
   ExpectLiteral(out[1], "s32[2]", "{0, 0}");
@@ -1061,10 +1092,11 @@ TEST(CollectivePermuteTest, NonTargetsReceiveZeros) {
   p = f32[2] parameter(0)
   ROOT cp = f32[2] collective-permute(p), channel_id=1, source_target_pairs={{0,1},{1,2}}
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "cp"), PerDevice(4, [](int64_t d) {
-                                      return L("f32[2]", absl::StrCat("{", d + 1, ", ", d + 1, "}"));
-                                    }),
-                                    4, 1);
+  std::vector<Literal> out = RunAll(
+      Find(*module, "cp"),
+      PerDevice(4,
+                [](int64_t d) { return L("f32[2]", absl::StrCat("{", d + 1, ", ", d + 1, "}")); }),
+      4, 1);
   ASSERT_EQ(out.size(), 4u);
   ExpectLiteral(out[0], "f32[2]", "{0, 0}");
   ExpectLiteral(out[1], "f32[2]", "{1, 1}");
@@ -1077,10 +1109,11 @@ TEST(CollectivePermuteTest, SwapSelfPairAndZeroCrossReplica) {
   p = u32[2] parameter(0)
   ROOT cp = u32[2] collective-permute(p), source_target_pairs={{1,0}, {0,1}, {2,2}}
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "cp"), PerDevice(4, [](int64_t d) {
-                                      return L("u32[2]", absl::StrCat("{", 10 + d, ", ", 10 + d, "}"));
-                                    }),
-                                    1, 4);
+  std::vector<Literal> out = RunAll(
+      Find(*module, "cp"),
+      PerDevice(
+          4, [](int64_t d) { return L("u32[2]", absl::StrCat("{", 10 + d, ", ", 10 + d, "}")); }),
+      1, 4);
   ASSERT_EQ(out.size(), 4u);
   ExpectLiteral(out[0], "u32[2]", "{11, 11}");
   ExpectLiteral(out[1], "u32[2]", "{10, 10}");
@@ -1118,9 +1151,8 @@ TEST(CollectivePermuteTest, StartAndDone) {
   ctx = (u32[2], u32[2], u32[], u32[]) collective-permute-start(p), source_target_pairs={{0,1}}
   ROOT done = u32[2] collective-permute-done(start)
 )");
-  auto operands = PerDevice(2, [](int64_t d) {
-    return L("u32[2]", absl::StrCat("{", 10 + d, ", ", 10 + d, "}"));
-  });
+  auto operands = PerDevice(
+      2, [](int64_t d) { return L("u32[2]", absl::StrCat("{", 10 + d, ", ", 10 + d, "}")); });
   std::vector<Literal> out = RunAll(Find(*module, "start"), operands, 1, 2);
   ASSERT_EQ(out.size(), 2u);
   ExpectLiteral(out[0], "(u32[2], u32[2])", "({10, 10}, {11, 11})");
@@ -1162,22 +1194,24 @@ TEST(CollectivePermuteTest, EveryPartitionMustArrive) {
   ROOT cp = s32[] collective-permute(p), channel_id=1, source_target_pairs={{0,1}}
 )");
   auto operands = PerDevice(2, [](int64_t d) { return L("s32[]", absl::StrCat(d)); });
-  absl::StatusOr<std::vector<Literal>> out = RunCollective(Find(*module, "cp"), {0, 1}, operands, 4, 1);
+  absl::StatusOr<std::vector<Literal>> out =
+      RunCollective(Find(*module, "cp"), {0, 1}, operands, 4, 1);
   ASSERT_FALSE(out.ok());
   ExpectInvalid(out.status(), "cp", "devices {2,3}");
 }
 
-// ---- collective-broadcast ------------------------------------------------------------------------
+// ---- collective-broadcast
+// ------------------------------------------------------------------------
 
 TEST(CollectiveBroadcastTest, FirstMemberIsTheSource) {
   std::unique_ptr<HloModule> module = Parse(R"(
   p = s32[2] parameter(0)
   ROOT cb = s32[2] collective-broadcast(p), channel_id=1, replica_groups={{2,0},{1,3}}
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "cb"), PerDevice(4, [](int64_t d) {
-                                      return L("s32[2]", absl::StrCat("{", d, ", ", 10 * d, "}"));
-                                    }),
-                                    4, 1);
+  std::vector<Literal> out = RunAll(
+      Find(*module, "cb"),
+      PerDevice(4, [](int64_t d) { return L("s32[2]", absl::StrCat("{", d, ", ", 10 * d, "}")); }),
+      4, 1);
   ASSERT_EQ(out.size(), 4u);
   ExpectLiteral(out[0], "s32[2]", "{2, 20}");
   ExpectLiteral(out[2], "s32[2]", "{2, 20}");
@@ -1191,10 +1225,9 @@ TEST(CollectiveBroadcastTest, CrossReplicaWithSeveralPartitions) {
   p = s32[] parameter(0)
   ROOT cb = s32[] collective-broadcast(p), replica_groups={{1,0}}
 )");
-  std::vector<Literal> out = RunAll(Find(*module, "cb"), PerDevice(4, [](int64_t d) {
-                                      return L("s32[]", absl::StrCat(100 + d));
-                                    }),
-                                    2, 2);
+  std::vector<Literal> out =
+      RunAll(Find(*module, "cb"),
+             PerDevice(4, [](int64_t d) { return L("s32[]", absl::StrCat(100 + d)); }), 2, 2);
   ASSERT_EQ(out.size(), 4u);
   ExpectLiteral(out[0], "s32[]", "102");
   ExpectLiteral(out[2], "s32[]", "102");
@@ -1202,7 +1235,8 @@ TEST(CollectiveBroadcastTest, CrossReplicaWithSeveralPartitions) {
   ExpectLiteral(out[3], "s32[]", "103");
 }
 
-// ---- Participation and consistency errors --------------------------------------------------------
+// ---- Participation and consistency errors
+// --------------------------------------------------------
 
 TEST(CollectiveErrorsTest, MissingParticipantIsAnError) {
   std::unique_ptr<HloModule> module = Parse(R"(
@@ -1210,7 +1244,8 @@ TEST(CollectiveErrorsTest, MissingParticipantIsAnError) {
   ROOT ar = f32[] all-reduce(p), replica_groups={{0,1},{2,3}}, to_apply=sum_f32
 )");
   auto operands = PerDevice(3, [](int64_t d) { return L("f32[]", absl::StrCat(d)); });
-  absl::StatusOr<std::vector<Literal>> out = RunCollective(Find(*module, "ar"), {0, 1, 2}, operands, 1, 4);
+  absl::StatusOr<std::vector<Literal>> out =
+      RunCollective(Find(*module, "ar"), {0, 1, 2}, operands, 1, 4);
   ASSERT_FALSE(out.ok());
   ExpectInvalid(out.status(), "ar", "devices {3} of group {2,3}");
   EXPECT_THAT(std::string(out.status().message()), HasSubstr("devices {2}"));
@@ -1223,7 +1258,8 @@ TEST(CollectiveErrorsTest, AWholeAbsentGroupIsFine) {
   ROOT ar = f32[] all-reduce(p), replica_groups={{0,1},{2,3}}, to_apply=sum_f32
 )");
   auto operands = PerDevice(2, [](int64_t d) { return L("f32[]", absl::StrCat(d + 1)); });
-  absl::StatusOr<std::vector<Literal>> out = RunCollective(Find(*module, "ar"), {0, 1}, operands, 1, 4);
+  absl::StatusOr<std::vector<Literal>> out =
+      RunCollective(Find(*module, "ar"), {0, 1}, operands, 1, 4);
   ASSERT_TRUE(out.ok()) << out.status().message();
   ASSERT_EQ(out->size(), 2u);
   ExpectLiteral((*out)[0], "f32[]", "3");
@@ -1247,10 +1283,8 @@ TEST(CollectiveErrorsTest, OverlappingGroupsAreAnError) {
   p = f32[2] parameter(0)
   ROOT ag = f32[4] all-gather(p), replica_groups={{0,1},{1,0}}, dimensions={0}
 )");
-  ExpectInvalid(RunError(Find(*module, "ag"), PerDevice(2, [](int64_t) {
-                           return L("f32[2]", "{1, 2}");
-                         }),
-                         1, 2),
+  ExpectInvalid(RunError(Find(*module, "ag"),
+                         PerDevice(2, [](int64_t) { return L("f32[2]", "{1, 2}"); }), 1, 2),
                 "ag", "appears more than once");
 }
 
@@ -1270,7 +1304,8 @@ TEST(CollectiveErrorsTest, GroupErrorsSurfaceThroughHandlers) {
                 "replica id 1 is in no group");
 }
 
-// ---- Properties ----------------------------------------------------------------------------------
+// ---- Properties
+// ----------------------------------------------------------------------------------
 
 // all-reduce(add) over random flattened groups equals the per-group sums computed naively.
 RC_GTEST_PROP(CollectiveProperties, AllReduceSumMatchesNaiveGroupSums, ()) {
@@ -1279,7 +1314,8 @@ RC_GTEST_PROP(CollectiveProperties, AllReduceSumMatchesNaiveGroupSums, ()) {
   const int64_t n = R * P;
   std::vector<int64_t> order(n);
   std::iota(order.begin(), order.end(), 0);
-  for (int64_t i = n - 1; i > 0; --i) std::swap(order[i], order[*rc::gen::inRange<int64_t>(0, i + 1)]);
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(order[i], order[*rc::gen::inRange<int64_t>(0, i + 1)]);
   // Random cut points give non-uniform groups (legal for all-reduce).
   std::vector<std::vector<int64_t>> groups(1);
   for (int64_t i = 0; i < n; ++i) {
@@ -1322,32 +1358,36 @@ RC_GTEST_PROP(CollectiveProperties, AllToAllTwiceIsIdentityAndAllGatherBlocks, (
   dims[dim] *= n;
   std::vector<int64_t> group(n);
   std::iota(group.begin(), group.end(), 0);
-  for (int64_t i = n - 1; i > 0; --i) std::swap(group[i], group[*rc::gen::inRange<int64_t>(0, i + 1)]);
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(group[i], group[*rc::gen::inRange<int64_t>(0, i + 1)]);
   const std::string shape = absl::StrCat("s32[", dims[0], ",", dims[1], "]");
   std::vector<int64_t> gathered_dims = dims;
   gathered_dims[dim] *= n;
   const std::string gathered = absl::StrCat("s32[", gathered_dims[0], ",", gathered_dims[1], "]");
-  std::unique_ptr<HloModule> module = Parse(absl::StrCat(
-      "  p = ", shape, " parameter(0)\n  a2a = ", shape,
-      " all-to-all(p), channel_id=1, replica_groups={{", absl::StrJoin(group, ","),
-      "}}, dimensions={", dim, "}\n  ROOT ag = ", gathered,
-      " all-gather(p), channel_id=2, replica_groups={{", absl::StrJoin(group, ","),
-      "}}, dimensions={", dim, "}, use_global_device_ids=true"));
+  std::unique_ptr<HloModule> module = Parse(
+      absl::StrCat("  p = ", shape, " parameter(0)\n  a2a = ", shape,
+                   " all-to-all(p), channel_id=1, replica_groups={{", absl::StrJoin(group, ","),
+                   "}}, dimensions={", dim, "}\n  ROOT ag = ", gathered,
+                   " all-gather(p), channel_id=2, replica_groups={{", absl::StrJoin(group, ","),
+                   "}}, dimensions={", dim, "}, use_global_device_ids=true"));
   std::vector<std::vector<Literal>> operands(n);
   for (int64_t d = 0; d < n; ++d) {
     Literal l(Shape::Array(PrimitiveType::kS32, dims));
     for (int64_t i = 0; i < l.element_count(); ++i) l.SetInt64(i, *rc::gen::arbitrary<int32_t>());
     operands[d].push_back(std::move(l));
   }
-  absl::StatusOr<std::vector<Literal>> once = RunCollective(Find(*module, "a2a"), AllDevices(n), operands, n, 1);
+  absl::StatusOr<std::vector<Literal>> once =
+      RunCollective(Find(*module, "a2a"), AllDevices(n), operands, n, 1);
   RC_ASSERT(once.ok());
   std::vector<std::vector<Literal>> again(n);
   for (int64_t d = 0; d < n; ++d) again[d].push_back((*once)[d]);
-  absl::StatusOr<std::vector<Literal>> twice = RunCollective(Find(*module, "a2a"), AllDevices(n), again, n, 1);
+  absl::StatusOr<std::vector<Literal>> twice =
+      RunCollective(Find(*module, "a2a"), AllDevices(n), again, n, 1);
   RC_ASSERT(twice.ok());
   for (int64_t d = 0; d < n; ++d) RC_ASSERT((*twice)[d] == operands[d][0]);
 
-  absl::StatusOr<std::vector<Literal>> ag = RunCollective(Find(*module, "ag"), AllDevices(n), operands, n, 1);
+  absl::StatusOr<std::vector<Literal>> ag =
+      RunCollective(Find(*module, "ag"), AllDevices(n), operands, n, 1);
   RC_ASSERT(ag.ok());
   for (int64_t d = 0; d < n; ++d) {
     const Literal& out = (*ag)[d];

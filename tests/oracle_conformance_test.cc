@@ -1,12 +1,12 @@
 // The runnable XLA collective modules (../shared/conformance/xla-collectives-2023) execute on
 // the engine. Their tests do not record replica or partition counts, so each module is tried
 // with the counts its replica groups imply (largest id + 1) as replicas, as partitions, and split.
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "ir/hlo_parser.h"
 #include "ir/verifier.h"
@@ -56,7 +56,8 @@ TEST(OracleConformanceTest, RunnableCollectiveModulesExecute) {
     for (const auto& computation : module.computations()) {
       for (const auto& instruction : computation->instructions()) {
         const HloAttributes& a = instruction->attrs();
-        if (!a.dimensions || a.dimensions->size() != 1 || instruction->operand_count() < 1) continue;
+        if (!a.dimensions || a.dimensions->size() != 1 || instruction->operand_count() < 1)
+          continue;
         const Shape& in = instruction->operand(0)->shape();
         const Shape& out = instruction->shape().IsTuple() && instruction->shape().tuple_size() > 0
                                ? instruction->shape().tuple_shapes().back()
@@ -66,8 +67,10 @@ TEST(OracleConformanceTest, RunnableCollectiveModulesExecute) {
             in.dimensions(d) == 0 || out.dimensions(d) == 0) {
           continue;
         }
-        if (instruction->opcode() == HloOpcode::kAllGather) counts.insert(out.dimensions(d) / in.dimensions(d));
-        if (instruction->opcode() == HloOpcode::kReduceScatter) counts.insert(in.dimensions(d) / out.dimensions(d));
+        if (instruction->opcode() == HloOpcode::kAllGather)
+          counts.insert(out.dimensions(d) / in.dimensions(d));
+        if (instruction->opcode() == HloOpcode::kReduceScatter)
+          counts.insert(in.dimensions(d) / out.dimensions(d));
       }
     }
     std::vector<std::pair<int64_t, int64_t>> configs;

@@ -103,8 +103,9 @@ TEST(DotTest, MatrixProductByHand) {
   a = f32[2,3] parameter(0)
   b = f32[3,2] parameter(1)
   ROOT d = f32[2,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})");
-  EXPECT_EQ(Str(Eval(hlo, "d", {L("f32[2,3]", "{{1, 2, 3}, {4, 5, 6}}"),
-                                L("f32[3,2]", "{{7, 8}, {9, 10}, {11, 12}}")})),
+  EXPECT_EQ(Str(Eval(hlo, "d",
+                     {L("f32[2,3]", "{{1, 2, 3}, {4, 5, 6}}"),
+                      L("f32[3,2]", "{{7, 8}, {9, 10}, {11, 12}}")})),
             "f32[2,2] {{58, 64}, {139, 154}}");
 }
 
@@ -195,8 +196,9 @@ TEST(DotTest, SubByteComplexAndF64) {
   a = c64[2] parameter(0)
   b = c64[2] parameter(1)
   ROOT d = c64[] dot(a, b), lhs_contracting_dims={0}, rhs_contracting_dims={0})");
-  EXPECT_EQ(Str(Eval(hlo2, "d", {L("c64[2]", "{(1, 2), (0, 1)}"), L("c64[2]", "{(3, 4), (0, 1)}")})),
-            "c64[] (-6, 10)");
+  EXPECT_EQ(
+      Str(Eval(hlo2, "d", {L("c64[2]", "{(1, 2), (0, 1)}"), L("c64[2]", "{(3, 4), (0, 1)}")})),
+      "c64[] (-6, 10)");
   // f64 keeps what f32 would lose: 2^53 - 1 is exact; 0.1 * 3 in f64.
   const std::string hlo3 = Entry(R"(
   a = f64[2] parameter(0)
@@ -235,9 +237,9 @@ TEST(DotTest, PredIsAnyOfAnd) {
   b = pred[2,2] parameter(1)
   ROOT d = pred[2,2] dot(a, b), lhs_contracting_dims={1}, rhs_contracting_dims={0})");
   // Row {1,0}: column j is true iff b[0][j]; row {0,0} is all false.
-  EXPECT_EQ(Str(Eval(hlo, "d", {L("pred[2,2]", "{{1, 0}, {0, 0}}"),
-                                L("pred[2,2]", "{{1, 0}, {1, 1}}")})),
-            "pred[2,2] {{true, false}, {false, false}}");
+  EXPECT_EQ(
+      Str(Eval(hlo, "d", {L("pred[2,2]", "{{1, 0}, {0, 0}}"), L("pred[2,2]", "{{1, 0}, {1, 1}}")})),
+      "pred[2,2] {{true, false}, {false, false}}");
 }
 
 TEST(DotTest, MalformedAndUnsupported) {
@@ -296,7 +298,8 @@ TEST(DotTest, LargeMatmulIsFastAndCorrect) {
   for (int64_t i : {0, 1, 77, 255, 511}) {
     for (int64_t j : {0, 3, 128, 400, 511}) {
       double sum = 0;
-      for (int64_t k = 0; k < n; ++k) sum += a.data<float>()[i * n + k] * b.data<float>()[k * n + j];
+      for (int64_t k = 0; k < n; ++k)
+        sum += a.data<float>()[i * n + k] * b.data<float>()[k * n + j];
       EXPECT_EQ(r->data<float>()[i * n + j], sum) << i << "," << j;
     }
   }
@@ -332,7 +335,8 @@ RC_GTEST_PROP(ContractionProperties, DotMatchesNaiveReference, ()) {
   std::vector<std::pair<int, int>> lr, rr;
   for (int i : lperm) lr.push_back(lroles[i]);
   for (int i : rperm) rr.push_back(rroles[i]);
-  auto dims_of = [&](const std::vector<std::pair<int, int>>& roles, const std::vector<int64_t>& free) {
+  auto dims_of = [&](const std::vector<std::pair<int, int>>& roles,
+                     const std::vector<int64_t>& free) {
     std::vector<int64_t> d;
     for (auto [role, i] : roles) d.push_back(role == 0 ? bs[i] : role == 1 ? cs[i] : free[i]);
     return d;
@@ -454,8 +458,9 @@ TEST(ConvolutionTest, FeatureAndBatchGroupsByHand) {
   x = f32[1,2,3] parameter(0)
   k = f32[2,1,1] parameter(1)
   ROOT g = f32[1,2,3] convolution(x, k), window={size=1}, dim_labels=bf0_oi0->bf0, feature_group_count=2)");
-  EXPECT_EQ(Str(Eval(hlo, "g", {L("f32[1,2,3]", "{{{1, 2, 3}, {10, 20, 30}}}"),
-                                L("f32[2,1,1]", "{{{2}}, {{3}}}")})),
+  EXPECT_EQ(Str(Eval(hlo, "g",
+                     {L("f32[1,2,3]", "{{{1, 2, 3}, {10, 20, 30}}}"),
+                      L("f32[2,1,1]", "{{{2}}, {{3}}}")})),
             "f32[1,2,3] {{{2, 4, 6}, {30, 60, 90}}}");
   // batch_group_count=2: batch 0 {1,2,3} feeds output feature 0, batch 1 {10,20,30} feature 1;
   // the output batch is 2 / 2 = 1.
@@ -463,8 +468,9 @@ TEST(ConvolutionTest, FeatureAndBatchGroupsByHand) {
   x = f32[2,1,3] parameter(0)
   k = f32[2,1,1] parameter(1)
   ROOT g = f32[1,2,3] convolution(x, k), window={size=1}, dim_labels=bf0_oi0->bf0, batch_group_count=2)");
-  EXPECT_EQ(Str(Eval(hlo2, "g", {L("f32[2,1,3]", "{{{1, 2, 3}}, {{10, 20, 30}}}"),
-                                 L("f32[2,1,1]", "{{{2}}, {{3}}}")})),
+  EXPECT_EQ(Str(Eval(hlo2, "g",
+                     {L("f32[2,1,3]", "{{{1, 2, 3}}, {{10, 20, 30}}}"),
+                      L("f32[2,1,1]", "{{{2}}, {{3}}}")})),
             "f32[1,2,3] {{{2, 4, 6}, {30, 60, 90}}}");
 }
 
@@ -474,15 +480,17 @@ TEST(ConvolutionTest, TypesAndErrors) {
   x = bf16[1,3,1] parameter(0)
   k = bf16[1,3,1] parameter(1)
   ROOT c = bf16[1,1,1] convolution(x, k), window={size=1}, dim_labels=bf0_oi0->bf0)");
-  EXPECT_EQ(Str(Eval(hlo, "c", {L("bf16[1,3,1]", "{{{256}, {1}, {1}}}"),
-                                L("bf16[1,3,1]", "{{{1}, {1}, {1}}}")})),
-            "bf16[1,1,1] {{{258}}}");
+  EXPECT_EQ(
+      Str(Eval(hlo, "c",
+               {L("bf16[1,3,1]", "{{{256}, {1}, {1}}}"), L("bf16[1,3,1]", "{{{1}, {1}, {1}}}")})),
+      "bf16[1,1,1] {{{258}}}");
   // s8 wraps: 100*2 + 100*1 = 300 -> 44.
   const std::string hlo2 = Entry(R"(
   x = s8[1,1,2] parameter(0)
   k = s8[1,1,2] parameter(1)
   ROOT c = s8[1,1,1] convolution(x, k), window={size=2}, dim_labels=bf0_oi0->bf0)");
-  const std::vector<Literal> args = {L("s8[1,1,2]", "{{{100, 100}}}"), L("s8[1,1,2]", "{{{2, 1}}}")};
+  const std::vector<Literal> args = {L("s8[1,1,2]", "{{{100, 100}}}"),
+                                     L("s8[1,1,2]", "{{{2, 1}}}")};
   EXPECT_EQ(Str(Eval(hlo2, "c", args)), "s8[1,1,1] {{{44}}}");
   auto bad_labels = [](HloInstruction& i) { i.mutable_attrs().dim_labels->input_feature = 0; };
   EXPECT_TRUE(absl::IsInvalidArgument(Eval(hlo2, "c", args, bad_labels).status()));
@@ -657,10 +665,10 @@ absl::StatusOr<std::vector<int64_t>> RunConv(const ConvCase& c, const std::vecto
   const Shape out_shape = Shape::Array(type, out_layout_dims);
   const std::string hlo = Entry(absl::StrCat(
       "  x = ", x.shape().ToString(false), " parameter(0)\n  k = ", k.shape().ToString(false),
-      " parameter(1)\n  ROOT c = ", out_shape.ToString(false), " convolution(x, k), window=",
-      WindowToString(c.window), ", dim_labels=", Labels(in_perm, "bf"), "_", Labels(k_perm, "oi"),
-      "->", Labels(out_perm, "bf"), ", feature_group_count=", c.fgc, ", batch_group_count=",
-      c.bgc));
+      " parameter(1)\n  ROOT c = ", out_shape.ToString(false),
+      " convolution(x, k), window=", WindowToString(c.window),
+      ", dim_labels=", Labels(in_perm, "bf"), "_", Labels(k_perm, "oi"), "->",
+      Labels(out_perm, "bf"), ", feature_group_count=", c.fgc, ", batch_group_count=", c.bgc));
   absl::StatusOr<Literal> r = Eval(hlo, "c", {x, k});
   if (!r.ok()) return r.status();
   // Back to canonical order.
@@ -696,10 +704,20 @@ TEST(ConvolutionTest, TwoDimensionalMatchesDocsReference) {
   base.in_spatial = {5, 4};
   base.kernel_spatial = {3, 2};
   base.window.resize(2);
-  base.window[0] = {.size = 3, .stride = 2, .pad_low = 1, .pad_high = 2, .lhs_dilation = 2,
-                    .rhs_dilation = 1, .reversal = false};
-  base.window[1] = {.size = 2, .stride = 1, .pad_low = 0, .pad_high = -1, .lhs_dilation = 1,
-                    .rhs_dilation = 2, .reversal = true};
+  base.window[0] = {.size = 3,
+                    .stride = 2,
+                    .pad_low = 1,
+                    .pad_high = 2,
+                    .lhs_dilation = 2,
+                    .rhs_dilation = 1,
+                    .reversal = false};
+  base.window[1] = {.size = 2,
+                    .stride = 1,
+                    .pad_low = 0,
+                    .pad_high = -1,
+                    .lhs_dilation = 1,
+                    .rhs_dilation = 2,
+                    .reversal = true};
   cases.push_back(base);
   ConvCase grouped = base;
   grouped.in_features = 4;

@@ -1,11 +1,10 @@
 // The lock-step engine: control flow with per-device behaviour, collectives that a device never
 // reaches, and the SPMD custom-calls. Expected values are worked out by hand.
-#include "oracle/engine.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include "ir/hlo_parser.h"
+#include "oracle/engine.h"
 
 namespace spmdcheck::oracle {
 namespace {

@@ -34,13 +34,13 @@ inline bool TotalOrderLess(double a, double b) {
 }
 
 inline absl::StatusOr<Literal> EvalScalar(const HloComputation& computation,
-                                   absl::Span<const Literal* const> args) {
+                                          absl::Span<const Literal* const> args) {
   absl::flat_hash_map<const HloInstruction*, Literal> values;
   for (const HloInstruction* instr : computation.PostOrder()) {
     auto in = [&](int i) -> const Literal& { return values.at(instr->operand(i)); };
     Literal out(instr->shape());
-    const PrimitiveType type = instr->shape().IsArray() ? instr->shape().element_type()
-                                                        : PrimitiveType::kTuple;
+    const PrimitiveType type =
+        instr->shape().IsArray() ? instr->shape().element_type() : PrimitiveType::kTuple;
     const bool is_float = IsFloatingType(type);
     switch (instr->opcode()) {
       case HloOpcode::kParameter:
@@ -65,11 +65,21 @@ inline absl::StatusOr<Literal> EvalScalar(const HloComputation& computation,
           const double b = in(1).GetDouble(0);
           double r = 0;
           switch (instr->opcode()) {
-            case HloOpcode::kAdd: r = a + b; break;
-            case HloOpcode::kSubtract: r = a - b; break;
-            case HloOpcode::kMultiply: r = a * b; break;
-            case HloOpcode::kMaximum: r = (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b); break;
-            default: r = (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b); break;
+            case HloOpcode::kAdd:
+              r = a + b;
+              break;
+            case HloOpcode::kSubtract:
+              r = a - b;
+              break;
+            case HloOpcode::kMultiply:
+              r = a * b;
+              break;
+            case HloOpcode::kMaximum:
+              r = (std::isnan(a) || std::isnan(b)) ? NAN : std::max(a, b);
+              break;
+            default:
+              r = (std::isnan(a) || std::isnan(b)) ? NAN : std::min(a, b);
+              break;
           }
           out.SetDouble(0, r);
         } else {
@@ -79,11 +89,21 @@ inline absl::StatusOr<Literal> EvalScalar(const HloComputation& computation,
           const uint64_t ub = static_cast<uint64_t>(b);
           uint64_t r = 0;
           switch (instr->opcode()) {
-            case HloOpcode::kAdd: r = ua + ub; break;
-            case HloOpcode::kSubtract: r = ua - ub; break;
-            case HloOpcode::kMultiply: r = ua * ub; break;
-            case HloOpcode::kMaximum: r = static_cast<uint64_t>(std::max(a, b)); break;
-            default: r = static_cast<uint64_t>(std::min(a, b)); break;
+            case HloOpcode::kAdd:
+              r = ua + ub;
+              break;
+            case HloOpcode::kSubtract:
+              r = ua - ub;
+              break;
+            case HloOpcode::kMultiply:
+              r = ua * ub;
+              break;
+            case HloOpcode::kMaximum:
+              r = static_cast<uint64_t>(std::max(a, b));
+              break;
+            default:
+              r = static_cast<uint64_t>(std::min(a, b));
+              break;
           }
           out.SetInt64(0, static_cast<int64_t>(r));
         }
@@ -129,12 +149,24 @@ inline absl::StatusOr<Literal> EvalScalar(const HloComputation& computation,
         }
         bool r = false;
         switch (*instr->attrs().direction) {
-          case ComparisonDirection::kEq: r = c == 0; break;
-          case ComparisonDirection::kNe: r = c != 0; break;
-          case ComparisonDirection::kLt: r = c == -1; break;
-          case ComparisonDirection::kLe: r = c == -1 || c == 0; break;
-          case ComparisonDirection::kGt: r = c == 1; break;
-          case ComparisonDirection::kGe: r = c == 1 || c == 0; break;
+          case ComparisonDirection::kEq:
+            r = c == 0;
+            break;
+          case ComparisonDirection::kNe:
+            r = c != 0;
+            break;
+          case ComparisonDirection::kLt:
+            r = c == -1;
+            break;
+          case ComparisonDirection::kLe:
+            r = c == -1 || c == 0;
+            break;
+          case ComparisonDirection::kGt:
+            r = c == 1;
+            break;
+          case ComparisonDirection::kGe:
+            r = c == 1 || c == 0;
+            break;
         }
         out.SetBits(0, r ? 1 : 0);
         break;

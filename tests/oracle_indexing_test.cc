@@ -73,7 +73,8 @@ ENTRY e {
   op = f32[3,3] parameter(0)
   idx = s32[2] parameter(1)
   ROOT g = f32[2,3] gather(op, idx), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}
-})", "g");
+})",
+                    "g");
   EXPECT_EQ(MustRun(p, {Lit("f32[3,3]", "{{1,2,3},{4,5,6},{7,8,9}}"), Lit("s32[2]", "{2,0}")}),
             "f32[2,3] {{7, 8, 9}, {1, 2, 3}}");
 }
@@ -85,7 +86,8 @@ ENTRY e {
   op = s32[3,3] parameter(0)
   idx = s32[2] parameter(1)
   ROOT g = s32[3,2] gather(op, idx), offset_dims={0}, collapsed_slice_dims={1}, start_index_map={1}, index_vector_dim=1, slice_sizes={3,1}
-})", "g");
+})",
+                    "g");
   EXPECT_EQ(MustRun(p, {Lit("s32[3,3]", "{{1,2,3},{4,5,6},{7,8,9}}"), Lit("s32[2]", "{0,2}")}),
             "s32[3,2] {{1, 3}, {4, 6}, {7, 9}}");
 }
@@ -97,9 +99,11 @@ ENTRY e {
   op = s32[5] parameter(0)
   idx = s32[4,1] parameter(1)
   ROOT g = s32[4,2] gather(op, idx), offset_dims={1}, collapsed_slice_dims={}, start_index_map={0}, index_vector_dim=1, slice_sizes={2}
-})", "g");
-  EXPECT_EQ(MustRun(p, {Lit("s32[5]", "{10,11,12,13,14}"), Lit("s32[4,1]", "{{-3},{4},{100},{1}}")}),
-            "s32[4,2] {{10, 11}, {13, 14}, {13, 14}, {11, 12}}");
+})",
+                    "g");
+  EXPECT_EQ(
+      MustRun(p, {Lit("s32[5]", "{10,11,12,13,14}"), Lit("s32[4,1]", "{{-3},{4},{100},{1}}")}),
+      "s32[4,2] {{10, 11}, {13, 14}, {13, 14}, {11, 12}}");
 }
 
 TEST(Gather, UnsignedIndicesAboveTwoToThe31AreLarge) {
@@ -109,7 +113,8 @@ ENTRY e {
   op = s32[4] parameter(0)
   idx = u32[3] parameter(1)
   ROOT g = s32[3] gather(op, idx), offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1}
-})", "g");
+})",
+                    "g");
   EXPECT_EQ(MustRun(p, {Lit("s32[4]", "{0,1,2,3}"), Lit("u32[3]", "{2147483648,4294967295,1}")}),
             "s32[3] {3, 3, 1}");
   // u64 above INT64_MAX as well.
@@ -118,7 +123,8 @@ ENTRY e {
   op = s32[4] parameter(0)
   idx = u64[2] parameter(1)
   ROOT g = s32[2] gather(op, idx), offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1}
-})", "g");
+})",
+                    "g");
   EXPECT_EQ(MustRun(q, {Lit("s32[4]", "{0,1,2,3}"), Lit("u64[2]", "{18446744073709551615,2}")}),
             "s32[2] {3, 2}");
 }
@@ -132,7 +138,8 @@ ENTRY e {
   op = s32[3,4] parameter(0)
   idx = s64[2,3] parameter(1)
   ROOT g = s32[3,2,2] gather(op, idx), offset_dims={1,2}, collapsed_slice_dims={}, start_index_map={0,1}, index_vector_dim=0, slice_sizes={2,2}
-})", "g");
+})",
+                    "g");
   EXPECT_EQ(MustRun(p, {Lit("s32[3,4]", "{{0,1,2,3},{10,11,12,13},{20,21,22,23}}"),
                         Lit("s64[2,3]", "{{0,2,1},{0,1,5}}")}),
             "s32[3,2,2] {{{0, 1}, {10, 11}}, {{11, 12}, {21, 22}}, {{12, 13}, {22, 23}}}");
@@ -145,7 +152,8 @@ ENTRY e {
   op = s32[2,3] parameter(0)
   idx = s32[2,2] parameter(1)
   ROOT g = s32[2] gather(op, idx), offset_dims={}, collapsed_slice_dims={0,1}, start_index_map={1,0}, index_vector_dim=1, slice_sizes={1,1}
-})", "g");
+})",
+                    "g");
   EXPECT_EQ(MustRun(p, {Lit("s32[2,3]", "{{0,1,2},{10,11,12}}"), Lit("s32[2,2]", "{{2,0},{0,1}}")}),
             "s32[2] {2, 10}");
 }
@@ -157,7 +165,8 @@ ENTRY e {
   op = s32[2,3,2] parameter(0)
   idx = s32[2] parameter(1)
   ROOT g = s32[2,2] gather(op, idx), offset_dims={1}, collapsed_slice_dims={1}, start_index_map={1}, index_vector_dim=1, slice_sizes={1,1,2}, operand_batching_dims={0}, start_indices_batching_dims={0}
-})", "g");
+})",
+                    "g");
   EXPECT_EQ(MustRun(p, {Lit("s32[2,3,2]", "{{{0,1},{2,3},{4,5}},{{10,11},{12,13},{14,15}}}"),
                         Lit("s32[2]", "{2,7}")}),
             // Batch 1's index 7 clamps to 2.
@@ -172,7 +181,8 @@ ENTRY e {
   op = s32[3,2] parameter(0)
   idx = s32[1,2] parameter(1)
   ROOT g = s32[2] gather(op, idx), offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=0, slice_sizes={1,1}, operand_batching_dims={1}, start_indices_batching_dims={1}
-})", "g");
+})",
+                    "g");
   EXPECT_EQ(MustRun(p, {Lit("s32[3,2]", "{{0,1},{10,11},{20,21}}"), Lit("s32[1,2]", "{{2,1}}")}),
             "s32[2] {20, 11}");
 }
@@ -183,7 +193,8 @@ ENTRY e {
   op = bf16[3] parameter(0)
   idx = s8[2] parameter(1)
   ROOT g = bf16[2] gather(op, idx), offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1}
-})", "g");
+})",
+                    "g");
   EXPECT_EQ(MustRun(p, {Lit("bf16[3]", "{1.5,-2,nan}"), Lit("s8[2]", "{2,-1}")}),
             "bf16[2] {nan, 1.5}");
   Program q = Parse(R"(HloModule m
@@ -191,7 +202,8 @@ ENTRY e {
   op = pred[2,2] parameter(0)
   idx = s32[1] parameter(1)
   ROOT g = pred[1,2] gather(op, idx), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,2}
-})", "g");
+})",
+                    "g");
   EXPECT_EQ(MustRun(q, {Lit("pred[2,2]", "{{true,false},{false,true}}"), Lit("s32[1]", "{1}")}),
             "pred[1,2] {{false, true}}");
 }
@@ -199,26 +211,35 @@ ENTRY e {
 TEST(Gather, MalformedAttributesAreErrorsNotCrashes) {
   const std::vector<std::string> bad = {
       // start_index_map out of range.
-      "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={5}, index_vector_dim=1, slice_sizes={1,3}",
+      "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={5}, index_vector_dim=1, "
+      "slice_sizes={1,3}",
       // index_vector_dim out of range.
-      "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=7, slice_sizes={1,3}",
+      "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=7, "
+      "slice_sizes={1,3}",
       // slice_sizes wrong length.
-      "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1}",
+      "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
+      "slice_sizes={1}",
       // slice size larger than the operand.
-      "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,4}",
+      "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
+      "slice_sizes={1,4}",
       // offset_dims beyond the output rank.
-      "offset_dims={5}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}",
+      "offset_dims={5}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
+      "slice_sizes={1,3}",
       // batching dims of unequal count.
-      "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,3}, operand_batching_dims={1}",
+      "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
+      "slice_sizes={1,3}, operand_batching_dims={1}",
       // result shape not what the attributes give (3 wide, slice 2).
-      "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,2}",
+      "offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, "
+      "slice_sizes={1,2}",
   };
   for (const std::string& attrs : bad) {
     Program p = Parse(absl::StrCat(R"(HloModule m
 ENTRY e {
   op = f32[3,3] parameter(0)
   idx = s32[2] parameter(1)
-  ROOT g = f32[2,3] gather(op, idx), )", attrs, "\n}"), "g");
+  ROOT g = f32[2,3] gather(op, idx), )",
+                                   attrs, "\n}"),
+                      "g");
     absl::StatusOr<Literal> r =
         RunOp(p, {Lit("f32[3,3]", "{{1,2,3},{4,5,6},{7,8,9}}"), Lit("s32[2]", "{2,0}")});
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << attrs << " " << r.status();
@@ -229,7 +250,8 @@ ENTRY e {
   op = f32[3] parameter(0)
   idx = f32[1] parameter(1)
   ROOT g = f32[1] gather(op, idx), offset_dims={}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1}
-})", "g");
+})",
+                    "g");
   EXPECT_EQ(RunOp(p, {Lit("f32[3]", "{1,2,3}"), Lit("f32[1]", "{0}")}).status().code(),
             absl::StatusCode::kInvalidArgument);
   // Wrong operand count.
@@ -243,7 +265,8 @@ ENTRY e {
   op = f32[32768,128] parameter(0)
   idx = s32[4096,1] parameter(1)
   ROOT g = f32[4096,128] gather(op, idx), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,128}
-})", "g");
+})",
+                    "g");
   std::vector<Literal> operands;
   operands.emplace_back(Shape::Array(PrimitiveType::kF32, {32768, 128}));
   operands.emplace_back(Shape::Array(PrimitiveType::kS32, {4096, 1}));
@@ -290,7 +313,8 @@ int64_t Flatten(const std::vector<int64_t>& index, const std::vector<int64_t>& d
 }
 
 // Gather one output element at a time, following the docs' index arithmetic plus the clamp.
-std::vector<int64_t> NaiveGather(const std::vector<int64_t>& op, const std::vector<int64_t>& op_dims,
+std::vector<int64_t> NaiveGather(const std::vector<int64_t>& op,
+                                 const std::vector<int64_t>& op_dims,
                                  const std::vector<int64_t>& idx,
                                  const std::vector<int64_t>& idx_dims,
                                  const GatherDimensionNumbers& dn,
@@ -333,8 +357,7 @@ std::vector<int64_t> NaiveGather(const std::vector<int64_t>& op, const std::vect
     std::vector<int64_t> operand_index(op_dims.size());
     size_t next_offset = 0;
     for (size_t d = 0; d < op_dims.size(); ++d) {
-      const int64_t start =
-          std::min(std::max<int64_t>(full[d], 0), op_dims[d] - slice_sizes[d]);
+      const int64_t start = std::min(std::max<int64_t>(full[d], 0), op_dims[d] - slice_sizes[d]);
       int64_t offset = 0;
       if (!in(dn.collapsed_slice_dims, d) && !in(dn.operand_batching_dims, d)) {
         offset = o[dn.offset_dims[next_offset++]];
@@ -395,14 +418,14 @@ RC_GTEST_PROP(GatherProperties, MatchesNaiveReference, ()) {
   out_dims = batch_last ? std::vector<int64_t>{window[0], window[1], batch}
                         : std::vector<int64_t>{batch, window[0], window[1]};
 
-  const std::string text = absl::StrCat(
-      "HloModule m\nENTRY e {\n  op = s32[", absl::StrJoin(op_dims, ","),
-      "] parameter(0)\n  idx = s32[", absl::StrJoin(idx_dims, ","),
-      "] parameter(1)\n  ROOT g = s32[", absl::StrJoin(out_dims, ","),
-      "] gather(op, idx), offset_dims={", absl::StrJoin(dn.offset_dims, ","),
-      "}, collapsed_slice_dims={", collapsed, "}, start_index_map={", absl::StrJoin(start_map, ","),
-      "}, index_vector_dim=", dn.index_vector_dim, ", slice_sizes={",
-      absl::StrJoin(slice_sizes, ","), "}\n}\n");
+  const std::string text =
+      absl::StrCat("HloModule m\nENTRY e {\n  op = s32[", absl::StrJoin(op_dims, ","),
+                   "] parameter(0)\n  idx = s32[", absl::StrJoin(idx_dims, ","),
+                   "] parameter(1)\n  ROOT g = s32[", absl::StrJoin(out_dims, ","),
+                   "] gather(op, idx), offset_dims={", absl::StrJoin(dn.offset_dims, ","),
+                   "}, collapsed_slice_dims={", collapsed, "}, start_index_map={",
+                   absl::StrJoin(start_map, ","), "}, index_vector_dim=", dn.index_vector_dim,
+                   ", slice_sizes={", absl::StrJoin(slice_sizes, ","), "}\n}\n");
   Program p = Parse(text, "g");
   RC_ASSERT(p.instr != nullptr);
   absl::StatusOr<Literal> result = RunOp(p, {S32Literal(op_dims, op), S32Literal(idx_dims, idx)});
@@ -419,7 +442,8 @@ ENTRY e {
   idx = s32[3,1] parameter(1)
   upd = s32[3] parameter(2)
   ROOT s = s32[4] scatter(op, idx, upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
-})"), "s");
+})"),
+                    "s");
   EXPECT_EQ(MustRun(p, {Lit("s32[4]", "{1,2,3,4}"), Lit("s32[3,1]", "{{1},{1},{3}}"),
                         Lit("s32[3]", "{10,20,5}")}),
             "s32[4] {1, 32, 3, 9}");
@@ -439,7 +463,8 @@ ENTRY e {
   idx = s32[3,1] parameter(1)
   upd = f32[3,2] parameter(2)
   ROOT s = f32[5] scatter(op, idx, upd), update_window_dims={1}, inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
-})", "s");
+})",
+                    "s");
   EXPECT_EQ(MustRun(p, {Lit("f32[5]", "{0,0,0,0,0}"), Lit("s32[3,1]", "{{1},{4},{-1}}"),
                         Lit("f32[3,2]", "{{1,2},{3,4},{5,6}}")}),
             "f32[5] {0, 1, 2, 0, 0}");
@@ -452,7 +477,8 @@ ENTRY e {
   idx = u32[2] parameter(1)
   upd = s32[2] parameter(2)
   ROOT s = s32[3] scatter(op, idx, upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
-})"), "s");
+})"),
+                    "s");
   EXPECT_EQ(MustRun(p, {Lit("s32[3]", "{0,0,0}"), Lit("u32[2]", "{4294967295,2}"),
                         Lit("s32[2]", "{7,8}")}),
             "s32[3] {0, 0, 8}");
@@ -471,7 +497,8 @@ ENTRY e {
   idx = s32[2] parameter(1)
   upd = s32[2,3] parameter(2)
   ROOT s = s32[3,3] scatter(op, idx, upd), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=assign
-})", "s");
+})",
+                    "s");
   EXPECT_EQ(MustRun(p, {Lit("s32[3,3]", "{{1,1,1},{2,2,2},{3,3,3}}"), Lit("s32[2]", "{2,0}"),
                         Lit("s32[2,3]", "{{7,8,9},{4,5,6}}")}),
             "s32[3,3] {{4, 5, 6}, {2, 2, 2}, {7, 8, 9}}");
@@ -488,10 +515,11 @@ ENTRY e {
   idx = s32[3] parameter(1)
   upd = f32[3] parameter(2)
   ROOT s = f32[2] scatter(op, idx, upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=assign
-})", "s");
-  EXPECT_EQ(MustRun(p, {Lit("f32[2]", "{0,0}"), Lit("s32[3]", "{1,1,0}"),
-                        Lit("f32[3]", "{5,6,7}")}),
-            "f32[2] {7, 6}");
+})",
+                    "s");
+  EXPECT_EQ(
+      MustRun(p, {Lit("f32[2]", "{0,0}"), Lit("s32[3]", "{1,1,0}"), Lit("f32[3]", "{5,6,7}")}),
+      "f32[2] {7, 6}");
 }
 
 TEST(Scatter, NonCommutativeCombinerIsCurrentMinusUpdate) {
@@ -508,10 +536,11 @@ ENTRY e {
   idx = s32[3] parameter(1)
   upd = s32[3] parameter(2)
   ROOT s = s32[2] scatter(op, idx, upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=sub
-})", "s");
-  EXPECT_EQ(MustRun(p, {Lit("s32[2]", "{10,10}"), Lit("s32[3]", "{0,0,1}"),
-                        Lit("s32[3]", "{1,2,3}")}),
-            "s32[2] {7, 7}");
+})",
+                    "s");
+  EXPECT_EQ(
+      MustRun(p, {Lit("s32[2]", "{10,10}"), Lit("s32[3]", "{0,0,1}"), Lit("s32[3]", "{1,2,3}")}),
+      "s32[2] {7, 7}");
 }
 
 TEST(Scatter, UpdatesAppliedInRowMajorOrder) {
@@ -530,7 +559,8 @@ ENTRY e {
   idx = s32[2,2] parameter(1)
   upd = s32[2,2] parameter(2)
   ROOT s = s32[1] scatter(op, idx, upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=2, to_apply=append
-})", "s");
+})",
+                    "s");
   EXPECT_EQ(MustRun(p, {Lit("s32[1]", "{0}"), Lit("s32[2,2]", "{{0,0},{0,0}}"),
                         Lit("s32[2,2]", "{{1,2},{3,4}}")}),
             "s32[1] {1234}");
@@ -555,10 +585,12 @@ ENTRY e {
   u0 = s32[3] parameter(3)
   u1 = f32[3] parameter(4)
   ROOT s = (s32[3], f32[3]) scatter(op0, op1, idx, u0, u1), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=comb
-})", "s");
-  EXPECT_EQ(MustRun(p, {Lit("s32[3]", "{0,0,0}"), Lit("f32[3]", "{1,1,1}"), Lit("s32[3]", "{2,0,2}"),
-                        Lit("s32[3]", "{5,6,7}"), Lit("f32[3]", "{2,3,4}")}),
-            "(s32[3], f32[3]) ({6, 0, 12}, {3, 1, 8})");
+})",
+                    "s");
+  EXPECT_EQ(
+      MustRun(p, {Lit("s32[3]", "{0,0,0}"), Lit("f32[3]", "{1,1,1}"), Lit("s32[3]", "{2,0,2}"),
+                  Lit("s32[3]", "{5,6,7}"), Lit("f32[3]", "{2,3,4}")}),
+      "(s32[3], f32[3]) ({6, 0, 12}, {3, 1, 8})");
 }
 
 TEST(Scatter, VariadicReplacement) {
@@ -577,11 +609,12 @@ ENTRY e {
   u0 = s32[2] parameter(3)
   u1 = pred[2] parameter(4)
   ROOT s = (s32[3], pred[3]) scatter(op0, op1, idx, u0, u1), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=comb
-})", "s");
-  EXPECT_EQ(MustRun(p, {Lit("s32[3]", "{1,2,3}"), Lit("pred[3]", "{false,false,false}"),
-                        Lit("s32[2]", "{2,5}"), Lit("s32[2]", "{9,8}"),
-                        Lit("pred[2]", "{true,true}")}),
-            "(s32[3], pred[3]) ({1, 2, 9}, {false, false, true})");
+})",
+                    "s");
+  EXPECT_EQ(
+      MustRun(p, {Lit("s32[3]", "{1,2,3}"), Lit("pred[3]", "{false,false,false}"),
+                  Lit("s32[2]", "{2,5}"), Lit("s32[2]", "{9,8}"), Lit("pred[2]", "{true,true}")}),
+      "(s32[3], pred[3]) ({1, 2, 9}, {false, false, true})");
 }
 
 TEST(Scatter, BatchingDims) {
@@ -592,7 +625,8 @@ ENTRY e {
   idx = s32[2] parameter(1)
   upd = s32[2] parameter(2)
   ROOT s = s32[2,4] scatter(op, idx, upd), update_window_dims={}, inserted_window_dims={1}, scatter_dims_to_operand_dims={1}, index_vector_dim=1, input_batching_dims={0}, scatter_indices_batching_dims={0}, to_apply=add
-})"), "s");
+})"),
+                    "s");
   EXPECT_EQ(MustRun(p, {Lit("s32[2,4]", "{{0,0,0,0},{0,0,0,0}}"), Lit("s32[2]", "{3,1}"),
                         Lit("s32[2]", "{5,6}")}),
             "s32[2,4] {{0, 0, 0, 5}, {0, 6, 0, 0}}");
@@ -607,7 +641,8 @@ ENTRY e {
   idx = s32[2,2] parameter(1)
   upd = s32[2,2,2] parameter(2)
   ROOT s = s32[2,4] scatter(op, idx, upd), update_window_dims={2}, inserted_window_dims={}, scatter_dims_to_operand_dims={1}, index_vector_dim=2, input_batching_dims={0}, scatter_indices_batching_dims={0}, to_apply=add
-})"), "s");
+})"),
+                    "s");
   EXPECT_EQ(MustRun(p, {Lit("s32[2,4]", "{{0,0,0,0},{0,0,0,0}}"), Lit("s32[2,2]", "{{0,3},{2,1}}"),
                         Lit("s32[2,2,2]", "{{{1,2},{3,4}},{{5,6},{7,8}}}")}),
             "s32[2,4] {{1, 2, 0, 0}, {0, 7, 13, 6}}");
@@ -626,9 +661,10 @@ ENTRY e {
   idx = s32[4] parameter(1)
   upd = bf16[4] parameter(2)
   ROOT s = bf16[2] scatter(op, idx, upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
-})", "s");
-  absl::StatusOr<Literal> r = RunOp(p, {Lit("bf16[2]", "{256,256}"), Lit("s32[4]", "{0,0,0,1}"),
-                                       Lit("bf16[4]", "{1,1,1,3}")});
+})",
+                    "s");
+  absl::StatusOr<Literal> r = RunOp(
+      p, {Lit("bf16[2]", "{256,256}"), Lit("s32[4]", "{0,0,0,1}"), Lit("bf16[4]", "{1,1,1,3}")});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->GetDouble(0), 256.0);
   // 256 + 3 = 259 -> 260 (neighbours 258 and 260; the tie goes to the even mantissa, 260).
@@ -648,7 +684,8 @@ ENTRY e {
   idx = s32[3] parameter(1)
   upd = f32[3] parameter(2)
   ROOT s = f32[3] scatter(op, idx, upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=mx
-})", "s");
+})",
+                    "s");
   EXPECT_EQ(MustRun(p, {Lit("f32[3]", "{1,nan,-5}"), Lit("s32[3]", "{0,1,2}"),
                         Lit("f32[3]", "{nan,2,-7}")}),
             "f32[3] {nan, nan, -5}");
@@ -656,11 +693,16 @@ ENTRY e {
 
 TEST(Scatter, MalformedAttributesAreErrorsNotCrashes) {
   const std::vector<std::string> bad = {
-      "update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={3}, index_vector_dim=1",
-      "update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=4",
-      "update_window_dims={2}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1",
-      "update_window_dims={}, inserted_window_dims={}, scatter_dims_to_operand_dims={0}, index_vector_dim=1",
-      "update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, input_batching_dims={0}",
+      "update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={3}, "
+      "index_vector_dim=1",
+      "update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+      "index_vector_dim=4",
+      "update_window_dims={2}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+      "index_vector_dim=1",
+      "update_window_dims={}, inserted_window_dims={}, scatter_dims_to_operand_dims={0}, "
+      "index_vector_dim=1",
+      "update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, "
+      "index_vector_dim=1, input_batching_dims={0}",
   };
   for (const std::string& attrs : bad) {
     Program p = Parse(absl::StrCat("HloModule m\n", kAddS32, R"(
@@ -668,7 +710,9 @@ ENTRY e {
   op = s32[4] parameter(0)
   idx = s32[3] parameter(1)
   upd = s32[3] parameter(2)
-  ROOT s = s32[4] scatter(op, idx, upd), )", attrs, ", to_apply=add\n}"), "s");
+  ROOT s = s32[4] scatter(op, idx, upd), )",
+                                   attrs, ", to_apply=add\n}"),
+                      "s");
     absl::StatusOr<Literal> r =
         RunOp(p, {Lit("s32[4]", "{0,0,0,0}"), Lit("s32[3]", "{0,1,2}"), Lit("s32[3]", "{1,1,1}")});
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << attrs << " " << r.status();
@@ -680,14 +724,16 @@ ENTRY e {
   idx = s32[3] parameter(1)
   upd = s32[3] parameter(2)
   ROOT s = s32[4] scatter(op, idx, upd), update_window_dims={}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add
-})"), "s");
+})"),
+                    "s");
   EXPECT_EQ(RunOp(p, {Lit("s32[4]", "{0,0,0,0}"), Lit("s32[3]", "{0,1,2}")}).status().code(),
             absl::StatusCode::kInvalidArgument);
   // Updates of a different element type.
-  EXPECT_EQ(RunOp(p, {Lit("s32[4]", "{0,0,0,0}"), Lit("s32[3]", "{0,1,2}"), Lit("f32[3]", "{1,1,1}")})
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      RunOp(p, {Lit("s32[4]", "{0,0,0,0}"), Lit("s32[3]", "{0,1,2}"), Lit("f32[3]", "{1,1,1}")})
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 // Naive scatter: per scatter index in row-major order, drop the window if any part is out of
@@ -741,8 +787,9 @@ comb {
                      "scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=comb\n}\n"),
         "s");
     RC_ASSERT(p.instr != nullptr);
-    absl::StatusOr<Literal> result = RunOp(p, {S32Literal({size}, op), S32Literal({count, 1}, starts),
-                                             S32Literal({count, window}, upd)});
+    absl::StatusOr<Literal> result = RunOp(
+        p,
+        {S32Literal({size}, op), S32Literal({count, 1}, starts), S32Literal({count, window}, upd)});
     RC_ASSERT(result.ok());
     RC_ASSERT(Ints(*result) ==
               NaiveScatter1D(op, starts, upd, window, [](int64_t a, int64_t b) { return a + b; }));

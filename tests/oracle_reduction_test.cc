@@ -10,8 +10,8 @@
 
 #include <chrono>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <map>
@@ -105,8 +105,10 @@ absl::StatusOr<Literal> MiniCall(const HloComputation& computation,
         if (is_float) {
           const double a = Num(*in[0]);
           const double b = Num(*in[1]);
-          out.SetDouble(0, std::isnan(a) ? a : std::isnan(b) ? b : mx ? std::max(a, b)
-                                                                     : std::min(a, b));
+          out.SetDouble(0, std::isnan(a)   ? a
+                           : std::isnan(b) ? b
+                           : mx            ? std::max(a, b)
+                                           : std::min(a, b));
         } else {
           const int64_t a = in[0]->GetInt64(0);
           const int64_t b = in[1]->GetInt64(0);
@@ -132,12 +134,24 @@ absl::StatusOr<Literal> MiniCall(const HloComputation& computation,
                              : static_cast<double>(in[1]->GetInt64(0));
         bool r = false;
         switch (*inst->attrs().direction) {
-          case ComparisonDirection::kEq: r = a == b; break;
-          case ComparisonDirection::kNe: r = a != b; break;
-          case ComparisonDirection::kLt: r = a < b; break;
-          case ComparisonDirection::kLe: r = a <= b; break;
-          case ComparisonDirection::kGt: r = a > b; break;
-          case ComparisonDirection::kGe: r = a >= b; break;
+          case ComparisonDirection::kEq:
+            r = a == b;
+            break;
+          case ComparisonDirection::kNe:
+            r = a != b;
+            break;
+          case ComparisonDirection::kLt:
+            r = a < b;
+            break;
+          case ComparisonDirection::kLe:
+            r = a <= b;
+            break;
+          case ComparisonDirection::kGt:
+            r = a > b;
+            break;
+          case ComparisonDirection::kGe:
+            r = a >= b;
+            break;
         }
         out.SetBits(0, r ? 1 : 0);
         break;
@@ -205,8 +219,7 @@ std::string Binary(absl::string_view name, absl::string_view type, absl::string_
                         ")\n  ROOT c = ", type, "[] copy(r)\n}\n\n");
   }
   return absl::StrCat(name, " {\n  a = ", type, "[] parameter(0)\n  b = ", type,
-                      "[] parameter(1)\n  ROOT r = ", type, "[] ", op, "(", a, ", ", b,
-                      ")\n}\n\n");
+                      "[] parameter(1)\n  ROOT r = ", type, "[] ", op, "(", a, ", ", b, ")\n}\n\n");
 }
 
 std::string Module(absl::string_view computations, absl::string_view entry) {
@@ -251,10 +264,11 @@ TEST(ReduceTest, UnevenRowsWithNonIdentityInit) {
   y = f32[] parameter(3)
   ROOT m = f32[2] reduce(q, y), dimensions={1}, to_apply=max)");
   const std::vector<Literal> args = {
-      L("s32[3,7]", "{{1, 2, 3, 4, 5, 6, 7}, {-1, -2, -3, -4, -5, -6, -7}, "
-                    "{100, 0, 0, 0, 0, 0, -50}}"),
-      L("s32[]", "10"),
-      L("f32[2,7]", "{{1, 2, 3, 4, 3, 2, 1}, {-1, 9, 0, 0, 0, 0, 8}}"), L("f32[]", "5")};
+      L("s32[3,7]",
+        "{{1, 2, 3, 4, 5, 6, 7}, {-1, -2, -3, -4, -5, -6, -7}, "
+        "{100, 0, 0, 0, 0, 0, -50}}"),
+      L("s32[]", "10"), L("f32[2,7]", "{{1, 2, 3, 4, 3, 2, 1}, {-1, 9, 0, 0, 0, 0, 8}}"),
+      L("f32[]", "5")};
   // 28 + 10, -28 + 10, 50 + 10.
   EXPECT_EQ(Str(Eval(hlo, "s", {args[0], args[1]})), "s32[3] {38, -18, 60}");
   // max(5, 4) = 5 and max(5, 9) = 9.
@@ -264,12 +278,13 @@ TEST(ReduceTest, UnevenRowsWithNonIdentityInit) {
 TEST(ReduceTest, FloatAddSumsInF64AndRoundsOnce) {
   // bf16 has 8 significant bits: 256 + 1 = 257 rounds (to even) to 256 at every step, but the
   // evaluator's fast path sums 256 + 1 + 1 = 258 in f64, which bf16 represents exactly.
-  const std::string hlo = Module(Binary("add", "bf16", "add") + Binary("hidden", "bf16", "add",
-                                                                        /*hidden=*/true) +
-                                     Binary("addf", "f32", "add") +
-                                     Binary("hiddenf", "f32", "add", /*hidden=*/true) +
-                                     Binary("addr", "bf16", "add", false, /*swapped=*/true),
-                                 R"(
+  const std::string hlo =
+      Module(Binary("add", "bf16", "add") +
+                 Binary("hidden", "bf16", "add",
+                        /*hidden=*/true) +
+                 Binary("addf", "f32", "add") + Binary("hiddenf", "f32", "add", /*hidden=*/true) +
+                 Binary("addr", "bf16", "add", false, /*swapped=*/true),
+             R"(
   p = bf16[3] parameter(0)
   z = bf16[] parameter(1)
   fast = bf16[] reduce(p, z), dimensions={0}, to_apply=add
@@ -321,8 +336,7 @@ TEST(ReduceTest, MaxAndMinPropagateNaN) {
 
 TEST(ReduceTest, IntegersWrap) {
   const std::string hlo = Module(Binary("add8", "s8", "add") + Binary("mulu8", "u8", "multiply") +
-                                     Binary("add32", "s32", "add") +
-                                     Binary("xor32", "u32", "xor"),
+                                     Binary("add32", "s32", "add") + Binary("xor32", "u32", "xor"),
                                  R"(
   a = s8[2] parameter(0)
   za = s8[] parameter(1)
@@ -398,7 +412,9 @@ TEST(ReduceTest, MalformedInputIsAnError) {
   ROOT r = f32[3] reduce(p, z), dimensions={0}, to_apply=add)");
   const std::vector<Literal> args = {L("f32[2,3]", "{{1, 2, 3}, {4, 5, 6}}"), L("f32[]", "0")};
   EXPECT_EQ(Str(Eval(hlo, "r", args)), "f32[3] {5, 7, 9}");
-  auto bad_dims = [](HloInstruction& i) { i.mutable_attrs().dimensions = {std::vector<int64_t>{5}}; };
+  auto bad_dims = [](HloInstruction& i) {
+    i.mutable_attrs().dimensions = {std::vector<int64_t>{5}};
+  };
   absl::StatusOr<Literal> r = Eval(hlo, "r", args, bad_dims);
   EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
   auto repeated = [](HloInstruction& i) {
@@ -451,8 +467,7 @@ TEST(ReduceWindowTest, PaddingAndStrides) {
   s = f32[2,4] reduce-window(p, z), window={size=2x3 stride=2x1 pad=1_0x1_1}, to_apply=add
   ROOT m = f32[2,2] reduce-window(p, z), window={size=2x2 stride=2x2 pad=0_1x0_0}, to_apply=max)");
   const Literal p = L("f32[3,4]", "{{1, 2, 3, 4}, {5, 6, 7, 8}, {9, 10, 11, 12}}");
-  EXPECT_EQ(Str(Eval(hlo, "s", {p, L("f32[]", "0")})),
-            "f32[2,4] {{3, 6, 9, 7}, {30, 48, 54, 38}}");
+  EXPECT_EQ(Str(Eval(hlo, "s", {p, L("f32[]", "0")})), "f32[2,4] {{3, 6, 9, 7}, {30, 48, 54, 38}}");
   // With the (uneven) padding skipped, a non-zero init is added once per window.
   EXPECT_EQ(Str(Eval(hlo, "s", {p, L("f32[]", "1")})),
             "f32[2,4] {{4, 7, 10, 8}, {31, 49, 55, 39}}");
@@ -509,9 +524,7 @@ TEST(ReduceWindowTest, UnsupportedAndMalformed) {
   EXPECT_TRUE(absl::IsInvalidArgument(Eval(hlo, "s", args, zero_stride).status()));
   auto no_window = [](HloInstruction& i) { i.mutable_attrs().window.reset(); };
   EXPECT_TRUE(absl::IsInvalidArgument(Eval(hlo, "s", args, no_window).status()));
-  auto huge = [](HloInstruction& i) {
-    (*i.mutable_attrs().window)[0].pad_low = int64_t{1} << 62;
-  };
+  auto huge = [](HloInstruction& i) { (*i.mutable_attrs().window)[0].pad_low = int64_t{1} << 62; };
   EXPECT_TRUE(absl::IsInvalidArgument(Eval(hlo, "s", args, huge).status()));
   auto wrong_shape = [](HloInstruction& i) { i.set_shape(Shape::Array(PrimitiveType::kF32, {4})); };
   EXPECT_TRUE(absl::IsInvalidArgument(Eval(hlo, "s", args, wrong_shape).status()));
@@ -552,10 +565,9 @@ TEST(SelectAndScatterTest, MaxPoolGradient) {
 }
 
 TEST(SelectAndScatterTest, OverlappingWindowsPaddingAndInit) {
-  const std::string hlo =
-      Module(Select("ge", "GE") + Select("ge_hidden", "GE", true) + Binary("add", "f32", "add") +
-                 Binary("sub", "f32", "subtract"),
-             R"(
+  const std::string hlo = Module(Select("ge", "GE") + Select("ge_hidden", "GE", true) +
+                                     Binary("add", "f32", "add") + Binary("sub", "f32", "subtract"),
+                                 R"(
   p = f32[5] parameter(0)
   s = f32[2] parameter(1)
   z = f32[] parameter(2)
@@ -577,10 +589,11 @@ TEST(SelectAndScatterTest, OverlappingWindowsPaddingAndInit) {
   EXPECT_EQ(Str(Eval(hlo, "n", {p, L("f32[2]", "{10, 20}"), L("f32[]", "100")})),
             "f32[5] {100, 100, 70, 100, 100}");
   // Padded windows {-1,0,1} {1,2,3} {3,4,5}: maxima 2 at 1, 9 at 2, 3 at 4.
-  EXPECT_EQ(Str(Eval(hlo, "q", {p, L("f32[3]", "{10, 20, 30}"), L("f32[]", "0"),
-                                L("f32[3]", "{10, 20, 30}")})),
-            "error: INVALID_ARGUMENT: q (select-and-scatter): expects operand, source and init "
-            "value");
+  EXPECT_EQ(
+      Str(Eval(hlo, "q",
+               {p, L("f32[3]", "{10, 20, 30}"), L("f32[]", "0"), L("f32[3]", "{10, 20, 30}")})),
+      "error: INVALID_ARGUMENT: q (select-and-scatter): expects operand, source and init "
+      "value");
   EXPECT_EQ(Str(Eval(hlo, "q", {p, L("f32[3]", "{10, 20, 30}"), L("f32[]", "0")})),
             "f32[5] {0, 10, 20, 0, 30}");
   // The source must have the window-count shape.
@@ -605,8 +618,8 @@ TEST(MapTest, AppliesComputationElementwise) {
   y = f32[2,2] parameter(1)
   ROOT m = f32[2,2] map(x, y), dimensions={0,1}, to_apply=f)");
   // 2x + y.
-  EXPECT_EQ(Str(Eval(hlo, "m", {L("f32[2,2]", "{{1, 2}, {3, 4}}"),
-                                L("f32[2,2]", "{{10, 20}, {30, 40}}")})),
+  EXPECT_EQ(Str(Eval(hlo, "m",
+                     {L("f32[2,2]", "{{1, 2}, {3, 4}}"), L("f32[2,2]", "{{10, 20}, {30, 40}}")})),
             "f32[2,2] {{12, 24}, {36, 48}}");
   EXPECT_TRUE(absl::IsInvalidArgument(
       Eval(hlo, "m", {L("f32[2,2]", "{{1, 2}, {3, 4}}"), L("f32[2]", "{1, 2}")}).status()));
@@ -667,9 +680,8 @@ RC_GTEST_PROP(ReductionProperties, ReduceFastPathMatchesCalls, ()) {
   const std::string hlo = Module(
       Binary("fast", t, op.op, false, swapped) + Binary("slow", t, op.op, true, swapped),
       absl::StrCat("  p = ", shape(dims), " parameter(0)\n  z = ", t, "[] parameter(1)\n  f = ",
-                   shape(out_dims), " reduce(p, z), dimensions={",
-                   absl::StrJoin(reduce_dims, ","), "}, to_apply=fast\n  ROOT s = ",
-                   shape(out_dims), " reduce(p, z), dimensions={",
+                   shape(out_dims), " reduce(p, z), dimensions={", absl::StrJoin(reduce_dims, ","),
+                   "}, to_apply=fast\n  ROOT s = ", shape(out_dims), " reduce(p, z), dimensions={",
                    absl::StrJoin(reduce_dims, ","), "}, to_apply=slow"));
   const std::vector<Literal> args = {RandomLiteral(op.ptype, dims, -9, 9),
                                      RandomLiteral(op.ptype, {}, op.init, op.init)};
@@ -715,8 +727,8 @@ std::vector<int64_t> NaiveWindowSum(const std::vector<int64_t>& in, int64_t rows
       int64_t acc = init;
       for (int64_t a = 0; a < w[0].size; ++a) {
         for (int64_t b = 0; b < w[1].size; ++b) {
-          std::optional<int64_t> v =
-              cell(i * w[0].stride + a * w[0].rhs_dilation, j * w[1].stride + b * w[1].rhs_dilation);
+          std::optional<int64_t> v = cell(i * w[0].stride + a * w[0].rhs_dilation,
+                                          j * w[1].stride + b * w[1].rhs_dilation);
           if (v) acc += *v;
         }
       }
@@ -748,8 +760,7 @@ RC_GTEST_PROP(ReductionProperties, ReduceWindowMatchesNaiveReference, ()) {
       Binary("add", "s32", "add", hidden),
       absl::StrCat("  p = s32[", rows, ",", cols, "] parameter(0)\n  z = s32[] parameter(1)\n",
                    "  ROOT r = s32[", out_dims[0], ",", out_dims[1],
-                   "] reduce-window(p, z), window=", WindowToString(w),
-                   ", to_apply=add"));
+                   "] reduce-window(p, z), window=", WindowToString(w), ", to_apply=add"));
   Literal p(Shape::Array(PrimitiveType::kS32, {rows, cols}));
   for (int64_t i = 0; i < rows * cols; ++i) p.SetInt64(i, in[i]);
   Literal z(Shape::Scalar(PrimitiveType::kS32));
@@ -769,17 +780,17 @@ RC_GTEST_PROP(ReductionProperties, SelectAndScatterFastPathMatchesCalls, ()) {
   w.pad_high = *rc::gen::inRange<int64_t>(0, 2);
   const int64_t padded = n + w.pad_low + w.pad_high;
   const int64_t count = w.size > padded ? 0 : (padded - w.size) / w.stride + 1;
-  const std::string direction = *rc::gen::element(std::string("GE"), std::string("GT"), std::string("LE"),
-                                                 std::string("LT"));
+  const std::string direction =
+      *rc::gen::element(std::string("GE"), std::string("GT"), std::string("LE"), std::string("LT"));
   const std::string window = absl::StrCat("window=", WindowToString({w}));
-  const std::string hlo = Module(
-      Select("fast", direction) + Select("slow", direction, true) + Binary("add", "f32", "add") +
-          Binary("add_hidden", "f32", "add", true),
-      absl::StrCat("  p = f32[", n, "] parameter(0)\n  s = f32[", count,
-                   "] parameter(1)\n  z = f32[] parameter(2)\n  f = f32[", n,
-                   "] select-and-scatter(p, s, z), ", window, ", select=fast, scatter=add\n",
-                   "  ROOT g = f32[", n, "] select-and-scatter(p, s, z), ", window,
-                   ", select=slow, scatter=add_hidden"));
+  const std::string hlo =
+      Module(Select("fast", direction) + Select("slow", direction, true) +
+                 Binary("add", "f32", "add") + Binary("add_hidden", "f32", "add", true),
+             absl::StrCat("  p = f32[", n, "] parameter(0)\n  s = f32[", count,
+                          "] parameter(1)\n  z = f32[] parameter(2)\n  f = f32[", n,
+                          "] select-and-scatter(p, s, z), ", window, ", select=fast, scatter=add\n",
+                          "  ROOT g = f32[", n, "] select-and-scatter(p, s, z), ", window,
+                          ", select=slow, scatter=add_hidden"));
   const std::vector<Literal> args = {RandomLiteral(PrimitiveType::kF32, {n}, -3, 3),
                                      RandomLiteral(PrimitiveType::kF32, {count}, 1, 9),
                                      RandomLiteral(PrimitiveType::kF32, {}, 0, 2)};

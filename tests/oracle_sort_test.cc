@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <bit>
 #include <chrono>
-#include <cstdio>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -80,53 +80,44 @@ std::string SortModule(const std::string& type, const std::string& shape, int di
 // ---- sort -------------------------------------------------------------------------------------
 
 TEST(Sort, AscendingF32) {
-  Program p = Parse(SortModule("f32", "f32[6]", 0,
-                               "  ROOT lt = pred[] compare(p0, p1), direction=LT"),
-                    "s");
+  Program p = Parse(
+      SortModule("f32", "f32[6]", 0, "  ROOT lt = pred[] compare(p0, p1), direction=LT"), "s");
   EXPECT_EQ(MustRun(p, {Lit("f32[6]", "{3, -1, 2.5, 0, -7, 10}")}),
             "f32[6] {-7, -1, 0, 2.5, 3, 10}");
 }
 
 TEST(Sort, DescendingS32AlongEitherDim) {
-  Program rows = Parse(SortModule("s32", "s32[2,3]", 1,
-                                  "  ROOT gt = pred[] compare(p0, p1), direction=GT"),
-                       "s");
+  Program rows = Parse(
+      SortModule("s32", "s32[2,3]", 1, "  ROOT gt = pred[] compare(p0, p1), direction=GT"), "s");
   EXPECT_EQ(MustRun(rows, {Lit("s32[2,3]", "{{1, 3, 2}, {-5, 9, 0}}")}),
             "s32[2,3] {{3, 2, 1}, {9, 0, -5}}");
-  Program cols = Parse(SortModule("s32", "s32[2,3]", 0,
-                                  "  ROOT gt = pred[] compare(p0, p1), direction=GT"),
-                       "s");
+  Program cols = Parse(
+      SortModule("s32", "s32[2,3]", 0, "  ROOT gt = pred[] compare(p0, p1), direction=GT"), "s");
   EXPECT_EQ(MustRun(cols, {Lit("s32[2,3]", "{{1, 3, 2}, {-5, 9, 0}}")}),
             "s32[2,3] {{1, 9, 2}, {-5, 3, 0}}");
   // compare(p1, p0), direction=LT is also descending.
-  Program swapped = Parse(SortModule("s32", "s32[4]", 0,
-                                     "  ROOT lt = pred[] compare(p1, p0), direction=LT"),
-                          "s");
+  Program swapped = Parse(
+      SortModule("s32", "s32[4]", 0, "  ROOT lt = pred[] compare(p1, p0), direction=LT"), "s");
   EXPECT_EQ(MustRun(swapped, {Lit("s32[4]", "{2, 4, 1, 3}")}), "s32[4] {4, 3, 2, 1}");
 }
 
 TEST(Sort, RankThreeMiddleDim) {
-  Program p = Parse(SortModule("s8", "s8[2,3,2]", 1,
-                               "  ROOT lt = pred[] compare(p0, p1), direction=LT"),
-                    "s");
+  Program p = Parse(
+      SortModule("s8", "s8[2,3,2]", 1, "  ROOT lt = pred[] compare(p0, p1), direction=LT"), "s");
   EXPECT_EQ(MustRun(p, {Lit("s8[2,3,2]", "{{{3,0},{1,5},{2,-1}},{{0,0},{-1,1},{7,-2}}}")}),
             "s8[2,3,2] {{{1, -1}, {2, 0}, {3, 5}}, {{-1, -2}, {0, 0}, {7, 1}}}");
 }
 
 TEST(Sort, UnsignedAndNarrowTypes) {
-  Program u = Parse(SortModule("u32", "u32[4]", 0,
-                               "  ROOT lt = pred[] compare(p0, p1), direction=LT"),
-                    "s");
+  Program u = Parse(
+      SortModule("u32", "u32[4]", 0, "  ROOT lt = pred[] compare(p0, p1), direction=LT"), "s");
   EXPECT_EQ(MustRun(u, {Lit("u32[4]", "{4294967295, 1, 2147483648, 0}")}),
             "u32[4] {0, 1, 2147483648, 4294967295}");
-  Program b = Parse(SortModule("bf16", "bf16[4]", 0,
-                               "  ROOT lt = pred[] compare(p0, p1), direction=LT"),
-                    "s");
-  EXPECT_EQ(MustRun(b, {Lit("bf16[4]", "{1.5, -0.5, 0.25, -3}")}),
-            "bf16[4] {-3, -0.5, 0.25, 1.5}");
-  Program q = Parse(SortModule("pred", "pred[4]", 0,
-                               "  ROOT gt = pred[] compare(p0, p1), direction=GT"),
-                    "s");
+  Program b = Parse(
+      SortModule("bf16", "bf16[4]", 0, "  ROOT lt = pred[] compare(p0, p1), direction=LT"), "s");
+  EXPECT_EQ(MustRun(b, {Lit("bf16[4]", "{1.5, -0.5, 0.25, -3}")}), "bf16[4] {-3, -0.5, 0.25, 1.5}");
+  Program q = Parse(
+      SortModule("pred", "pred[4]", 0, "  ROOT gt = pred[] compare(p0, p1), direction=GT"), "s");
   EXPECT_EQ(MustRun(q, {Lit("pred[4]", "{false, true, false, true}")}),
             "pred[4] {true, true, false, false}");
 }
@@ -148,7 +139,8 @@ ENTRY e {
   v = f32[4] parameter(1)
   w = u8[4] parameter(2)
   ROOT s = (s32[4], f32[4], u8[4]) sort(k, v, w), dimensions={0}, to_apply=cmp
-})", "s");
+})",
+                    "s");
   EXPECT_EQ(MustRun(p, {Lit("s32[4]", "{30, 10, 40, 20}"), Lit("f32[4]", "{0.5, 1.5, 2.5, 3.5}"),
                         Lit("u8[4]", "{0, 1, 2, 3}")}),
             "(s32[4], f32[4], u8[4]) ({10, 20, 30, 40}, {1.5, 3.5, 0.5, 2.5}, {1, 3, 0, 2})");
@@ -168,7 +160,8 @@ ENTRY e {
   k = s32[3] parameter(0)
   v = f32[3] parameter(1)
   ROOT s = (s32[3], f32[3]) sort(k, v), dimensions={0}, to_apply=cmp
-})", "s");
+})",
+                    "s");
   EXPECT_EQ(MustRun(p, {Lit("s32[3]", "{1, 2, 3}"), Lit("f32[3]", "{0.5, 9, -1}")}),
             "(s32[3], f32[3]) ({2, 1, 3}, {9, 0.5, -1})");
 }
@@ -187,19 +180,20 @@ cmp {
   p1 = s32[] parameter(1)
   p2 = s32[] parameter(2)
   p3 = s32[] parameter(3)
-)", body, R"(
+)",
+                                   body, R"(
 }
 ENTRY e {
   k = s32[20] parameter(0)
   v = s32[20] parameter(1)
   ROOT s = (s32[20], s32[20]) sort(k, v), dimensions={0}, is_stable=true, to_apply=cmp
-})"), "s");
+})"),
+                      "s");
     // Keys alternate 2,1,0,2,1,0,...: values (the positions) of equal keys stay in order.
-    EXPECT_EQ(
-        MustRun(p, {Lit("s32[20]", "{2,1,0,2,1,0,2,1,0,2,1,0,2,1,0,2,1,0,2,1}"),
-                    Lit("s32[20]", "{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19}")}),
-        "(s32[20], s32[20]) ({0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2}, "
-        "{2, 5, 8, 11, 14, 17, 1, 4, 7, 10, 13, 16, 19, 0, 3, 6, 9, 12, 15, 18})")
+    EXPECT_EQ(MustRun(p, {Lit("s32[20]", "{2,1,0,2,1,0,2,1,0,2,1,0,2,1,0,2,1,0,2,1}"),
+                          Lit("s32[20]", "{0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19}")}),
+              "(s32[20], s32[20]) ({0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2}, "
+              "{2, 5, 8, 11, 14, 17, 1, 4, 7, 10, 13, 16, 19, 0, 3, 6, 9, 12, 15, 18})")
         << body;
   }
 }
@@ -208,8 +202,7 @@ TEST(Sort, NaNUnderTotalOrder) {
   Program p = Parse(SortModule("f32", "f32[8]", 0,
                                "  ROOT lt = pred[] compare(p0, p1), direction=LT, type=TOTALORDER"),
                     "s");
-  absl::StatusOr<Literal> r =
-      RunOp(p, {Lit("f32[8]", "{nan, 1, -nan, -0, 0, -inf, inf, -1}")});
+  absl::StatusOr<Literal> r = RunOp(p, {Lit("f32[8]", "{nan, 1, -nan, -0, 0, -inf, inf, -1}")});
   ASSERT_TRUE(r.ok()) << r.status();
   // -NaN < -inf < -1 < -0 < 0 < 1 < inf < NaN.
   const std::vector<uint32_t> expected = {
@@ -236,10 +229,11 @@ TEST(Sort, NaNUnderTotalOrder) {
                                "  ROOT gt = pred[] compare(p0, p1), direction=GT, type=TOTALORDER"),
                     "s");
   EXPECT_EQ(MustRun(d, {Lit("f32[4]", "{-0, nan, 0, 2}")}), "f32[4] {nan, 2, 0, -0}");
-  Program g = Parse(SortModule("f32", "f32[4]", 0, R"(  gt = pred[] compare(p0, p1), direction=GT, type=TOTALORDER
+  Program g = Parse(
+      SortModule("f32", "f32[4]", 0, R"(  gt = pred[] compare(p0, p1), direction=GT, type=TOTALORDER
   t = pred[] constant(true)
   ROOT r = pred[] and(gt, t))"),
-                    "s");
+      "s");
   EXPECT_EQ(MustRun(g, {Lit("f32[4]", "{-0, nan, 0, 2}")}), "f32[4] {nan, 2, 0, -0}");
 }
 
@@ -273,16 +267,16 @@ ENTRY e {
   a = s32[5] parameter(0)
   b = s32[5] parameter(1)
   ROOT s = (s32[5], s32[5]) sort(a, b), dimensions={0}, to_apply=cmp
-})", "s");
+})",
+                    "s");
   EXPECT_EQ(MustRun(p, {Lit("s32[5]", "{2, 1, 2, 1, 0}"), Lit("s32[5]", "{5, 6, 7, 8, 9}")}),
             "(s32[5], s32[5]) ({0, 1, 1, 2, 2}, {9, 8, 6, 7, 5})");
 }
 
 TEST(Sort, MalformedIsAnErrorNotACrash) {
   // Dimension out of range.
-  Program p = Parse(SortModule("s32", "s32[3]", 4,
-                               "  ROOT lt = pred[] compare(p0, p1), direction=LT"),
-                    "s");
+  Program p = Parse(
+      SortModule("s32", "s32[3]", 4, "  ROOT lt = pred[] compare(p0, p1), direction=LT"), "s");
   EXPECT_EQ(RunOp(p, {Lit("s32[3]", "{1,2,3}")}).status().code(),
             absl::StatusCode::kInvalidArgument);
   // Comparator with the wrong number of parameters for two operands.
@@ -296,7 +290,8 @@ ENTRY e {
   k = s32[3] parameter(0)
   v = s32[3] parameter(1)
   ROOT s = (s32[3], s32[3]) sort(k, v), dimensions={0}, to_apply=cmp
-})", "s");
+})",
+                    "s");
   EXPECT_EQ(RunOp(q, {Lit("s32[3]", "{1,2,3}"), Lit("s32[3]", "{1,2,3}")}).status().code(),
             absl::StatusCode::kInvalidArgument);
   // Operands of different dims.
@@ -312,7 +307,8 @@ ENTRY e {
   k = s32[3] parameter(0)
   v = s32[3] parameter(1)
   ROOT s = (s32[3], s32[3]) sort(k, v), dimensions={0}, to_apply=cmp
-})", "s");
+})",
+                    "s");
   EXPECT_EQ(RunOp(r, {Lit("s32[3]", "{1,2,3}"), Lit("s32[2]", "{1,2}")}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
@@ -328,10 +324,14 @@ cmp {
   ROOT lt = pred[] compare(p0, p1), direction=LT
 }
 ENTRY e {
-  k = f32[)", n, R"(] parameter(0)
-  v = s32[)", n, R"(] parameter(1)
-  ROOT s = (f32[)", n, "], s32[", n, R"(]) sort(k, v), dimensions={0}, to_apply=cmp
-})"), "s");
+  k = f32[)",
+                                 n, R"(] parameter(0)
+  v = s32[)",
+                                 n, R"(] parameter(1)
+  ROOT s = (f32[)",
+                                 n, "], s32[", n, R"(]) sort(k, v), dimensions={0}, to_apply=cmp
+})"),
+                    "s");
   std::vector<Literal> operands;
   operands.emplace_back(Shape::Array(PrimitiveType::kF32, {n}));
   operands.emplace_back(Shape::Array(PrimitiveType::kS32, {n}));
@@ -374,13 +374,14 @@ RC_GTEST_PROP(SortProperties, MatchesStableSort, ()) {
         generic ? absl::StrCat("  c = pred[] compare(p0, p1), direction=", dir,
                                "\n  t = pred[] constant(true)\n  ROOT r = pred[] and(c, t)")
                 : absl::StrCat("  ROOT c = pred[] compare(p0, p1), direction=", dir);
-    Program p = Parse(absl::StrCat("HloModule m\ncmp {\n  p0 = s32[] parameter(0)\n  p1 = s32[] "
-                                   "parameter(1)\n  p2 = s32[] parameter(2)\n  p3 = s32[] "
-                                   "parameter(3)\n",
-                                   body, "\n}\nENTRY e {\n  k = s32[", n, "] parameter(0)\n  v = s32[",
-                                   n, "] parameter(1)\n  ROOT s = (s32[", n, "], s32[", n,
-                                   "]) sort(k, v), dimensions={0}, to_apply=cmp\n}\n"),
-                      "s");
+    Program p =
+        Parse(absl::StrCat("HloModule m\ncmp {\n  p0 = s32[] parameter(0)\n  p1 = s32[] "
+                           "parameter(1)\n  p2 = s32[] parameter(2)\n  p3 = s32[] "
+                           "parameter(3)\n",
+                           body, "\n}\nENTRY e {\n  k = s32[", n, "] parameter(0)\n  v = s32[", n,
+                           "] parameter(1)\n  ROOT s = (s32[", n, "], s32[", n,
+                           "]) sort(k, v), dimensions={0}, to_apply=cmp\n}\n"),
+              "s");
     RC_ASSERT(p.instr != nullptr);
     std::vector<Literal> operands;
     operands.emplace_back(Shape::Array(PrimitiveType::kS32, {n}));
@@ -407,8 +408,8 @@ RC_GTEST_PROP(SortProperties, TypedAndToApplyPathsAgreeWithNaNs, ()) {
   operands.emplace_back(Shape::Array(PrimitiveType::kF32, {n}));
   for (int64_t i = 0; i < n; ++i) {
     const int v = *rc::gen::inRange(-3, 4);
-    operands[0].data<float>()[i] = v == 3 ? std::numeric_limits<float>::quiet_NaN()
-                                          : static_cast<float>(v);
+    operands[0].data<float>()[i] =
+        v == 3 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(v);
   }
   std::vector<std::string> results;
   for (const bool generic : {false, true}) {
@@ -432,7 +433,8 @@ TEST(TopK, OpcodeTiesKeepLowerIndexFirst) {
 ENTRY e {
   x = f32[6] parameter(0)
   ROOT t = (f32[3], s32[3]) topk(x), k=3, largest=true
-})", "t");
+})",
+                    "t");
   EXPECT_EQ(MustRun(p, {Lit("f32[6]", "{1, 3, 3, 2, 3, 0}")}),
             "(f32[3], s32[3]) ({3, 3, 3}, {1, 2, 4})");
 }
@@ -442,7 +444,8 @@ TEST(TopK, OpcodeSmallestAndBatched) {
 ENTRY e {
   x = s32[2,4] parameter(0)
   ROOT t = (s32[2,2], s32[2,2]) topk(x), k=2, largest=false
-})", "t");
+})",
+                    "t");
   EXPECT_EQ(MustRun(p, {Lit("s32[2,4]", "{{5, -1, 7, -1}, {0, 9, 8, 1}}")}),
             "(s32[2,2], s32[2,2]) ({{-1, -1}, {0, 1}}, {{1, 3}, {0, 3}})");
 }
@@ -453,7 +456,8 @@ TEST(TopK, OpcodeTotalOrderNaNAndSignedZero) {
 ENTRY e {
   x = f32[5] parameter(0)
   ROOT t = (f32[4], s32[4]) topk(x), k=4
-})", "t");
+})",
+                    "t");
   absl::StatusOr<Literal> r = RunOp(p, {Lit("f32[5]", "{-0, 5, nan, 0, -inf}")});
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->tuple_elements()[1].ToString(), "s32[4] {2, 1, 3, 0}");
@@ -467,7 +471,8 @@ TEST(TopK, OpcodeMalformedK) {
 ENTRY e {
   x = f32[5] parameter(0)
   ROOT t = (f32[2], s32[2]) topk(x), k=3
-})", "t");
+})",
+                    "t");
   EXPECT_EQ(RunOp(p, {Lit("f32[5]", "{1,2,3,4,5}")}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
@@ -494,7 +499,8 @@ TEST(TopK, CustomCallDefaultIsLargestTotalOrder) {
 ENTRY e {
   x = bf16[6] parameter(0)
   ROOT t = (bf16[2], s32[2]) custom-call(x), custom_call_target="TopK"
-})", "t");
+})",
+                    "t");
   EXPECT_EQ(MustTopK(p, {Lit("bf16[6]", "{1, 8, -2, 8, nan, 3}")}),
             "(bf16[2], s32[2]) ({nan, 8}, {4, 1})");
 }
@@ -515,7 +521,8 @@ cmp {
 ENTRY e {
   x = s32[5] parameter(0)
   ROOT t = (s32[3], s32[3]) custom-call(x), custom_call_target="TopK", to_apply=cmp
-})", "t");
+})",
+                    "t");
   EXPECT_EQ(MustTopK(p, {Lit("s32[5]", "{4, 9, 4, 9, 1}")}),
             "(s32[3], s32[3]) ({9, 9, 4}, {3, 1, 2})");
 }
@@ -525,7 +532,8 @@ TEST(TopK, CustomCallMalformedShapes) {
 ENTRY e {
   x = f32[5] parameter(0)
   ROOT t = (f32[6], s32[6]) custom-call(x), custom_call_target="TopK"
-})", "t");
+})",
+                    "t");
   ASSERT_NE(p.instr, nullptr);
   EXPECT_EQ(EvaluateTopK(*p.instr, Ptrs({Lit("f32[5]", "{1,2,3,4,5}")}), TestEnv()).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -533,7 +541,8 @@ ENTRY e {
 ENTRY e {
   x = f32[5] parameter(0)
   ROOT t = (f32[2], f32[2]) custom-call(x), custom_call_target="TopK"
-})", "t");
+})",
+                    "t");
   ASSERT_NE(q.instr, nullptr);
   EXPECT_EQ(EvaluateTopK(*q.instr, Ptrs({Lit("f32[5]", "{1,2,3,4,5}")}), TestEnv()).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -549,10 +558,10 @@ RC_GTEST_PROP(TopKProperties, MatchesStableSortPrefix, ()) {
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](int32_t a, int32_t b) { return values[a] > values[b]; });
-  Program p = Parse(absl::StrCat("HloModule m\nENTRY e {\n  x = s32[", n,
-                                 "] parameter(0)\n  ROOT t = (s32[", k, "], s32[", k,
-                                 "]) topk(x), k=", k, "\n}\n"),
-                    "t");
+  Program p = Parse(
+      absl::StrCat("HloModule m\nENTRY e {\n  x = s32[", n, "] parameter(0)\n  ROOT t = (s32[", k,
+                   "], s32[", k, "]) topk(x), k=", k, "\n}\n"),
+      "t");
   RC_ASSERT(p.instr != nullptr);
   std::vector<Literal> operands;
   operands.emplace_back(Shape::Array(PrimitiveType::kS32, {n}));

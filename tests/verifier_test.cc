@@ -772,9 +772,10 @@ TEST(VerifierConformanceTest, CorpusModulesVerify) {
     const std::string key = fs::relative(path, root).generic_string();
     absl::Status status = VerifyModule(*parsed->module);
     if (InvalidModules().contains(key)) {
-      EXPECT_THAT(std::string(status.message()),
-                  ::testing::HasSubstr("start: shape u32[] is not a tuple but the inferred shape "
-                                       "((u32[], u32[]), (u32[], u32[]), u32[], u32[]) is a tuple"));
+      EXPECT_THAT(
+          std::string(status.message()),
+          ::testing::HasSubstr("start: shape u32[] is not a tuple but the inferred shape "
+                               "((u32[], u32[]), (u32[], u32[]), u32[], u32[]) is a tuple"));
     } else {
       EXPECT_TRUE(status.ok()) << status.message();
       if (status.ok()) ++verified;

@@ -1,8 +1,9 @@
 #include "tools/cli.h"
 
+#include <sys/stat.h>
+
 #include <fstream>
 #include <sstream>
-#include <sys/stat.h>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -35,11 +36,13 @@ absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& argv,
       value = arg.substr(eq + 1);
     }
     if (bool_flags.count(name)) {
-      if (value.has_value()) return absl::InvalidArgumentError(absl::StrCat(name, " takes no value"));
+      if (value.has_value())
+        return absl::InvalidArgumentError(absl::StrCat(name, " takes no value"));
       args.values_[name] = "true";
     } else if (value_flags.count(name)) {
       if (!value.has_value()) {
-        if (i + 1 >= argv.size()) return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
+        if (i + 1 >= argv.size())
+          return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
         value = argv[++i];
       }
       args.values_[name] = *value;
@@ -63,7 +66,8 @@ absl::StatusOr<int64_t> Args::GetInt(absl::string_view flag, int64_t fallback) c
   if (!value.has_value()) return fallback;
   int64_t n = 0;
   if (!absl::SimpleAtoi(*value, &n)) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " expects an integer, not '", *value, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " expects an integer, not '", *value, "'"));
   }
   return n;
 }

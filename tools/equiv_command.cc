@@ -9,7 +9,8 @@
 namespace spmdcheck::cli {
 namespace {
 
-constexpr char kEquivHelp[] = R"(usage: spmdcheck equiv GLOBAL PARTITIONED [--num-partitions N] [--trials K] [--seed S]
+constexpr char kEquivHelp[] =
+    R"(usage: spmdcheck equiv GLOBAL PARTITIONED [--num-partitions N] [--trials K] [--seed S]
                         [--float] [--same-input-everywhere] [--max-elements M]
 
 Draws global inputs, gives every partition its own shard of each parameter (padding poisoned),
@@ -68,9 +69,9 @@ int RunEquiv(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   absl::StatusOr<oracle::EquivReport> report = oracle::CheckEquivalence(**first, **second, options);
   if (!report.ok()) return BadInput(err, "equiv", report.status().message());
   out << oracle::FormatEquivReport(*report);
-  std::string reproduce = absl::StrCat("spmdcheck equiv ", args->positional()[0], " ",
-                                       args->positional()[1], " --seed ", *seed, " --trials ",
-                                       *trials);
+  std::string reproduce =
+      absl::StrCat("spmdcheck equiv ", args->positional()[0], " ", args->positional()[1],
+                   " --seed ", *seed, " --trials ", *trials);
   if (*partitions > 0) absl::StrAppend(&reproduce, " --num-partitions ", *partitions);
   if (options.float_inputs) absl::StrAppend(&reproduce, " --float");
   if (options.same_input_everywhere) absl::StrAppend(&reproduce, " --same-input-everywhere");

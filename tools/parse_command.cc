@@ -12,7 +12,8 @@
 namespace spmdcheck::cli {
 namespace {
 
-constexpr char kParseHelp[] = R"(usage: spmdcheck parse FILE|DIR... [--fragment] [--num-partitions N] [--quiet]
+constexpr char kParseHelp[] =
+    R"(usage: spmdcheck parse FILE|DIR... [--fragment] [--num-partitions N] [--quiet]
 
 Parses each HLO module (XLA dump or test text) and runs the verifier.
   --fragment          the file holds pasted statements, not a whole module: undefined operands
@@ -98,8 +99,9 @@ int RunParse(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     ++ok;
     if (!quiet) {
       out << path << ": ok: module " << module.name() << ", " << module.computations().size()
-          << " computations, " << instructions << " instructions, num_partitions="
-          << module.num_partitions() << ", replica_count=" << module.replica_count() << "\n";
+          << " computations, " << instructions
+          << " instructions, num_partitions=" << module.num_partitions()
+          << ", replica_count=" << module.replica_count() << "\n";
     }
   }
   if (files.size() > 1 || quiet) {

@@ -12,7 +12,8 @@
 namespace spmdcheck::cli {
 namespace {
 
-constexpr char kRunHelp[] = R"(usage: spmdcheck run FILE [--num-partitions N] [--seed S] [--float] [--max-elements M]
+constexpr char kRunHelp[] =
+    R"(usage: spmdcheck run FILE [--num-partitions N] [--seed S] [--float] [--max-elements M]
 
 Runs the module on inputs drawn from the seed and prints the result literal, or one line per
 device (`device 3: s32[1,3] {{4, 5, 6}}`) when the module runs on more than one device. With
@@ -28,8 +29,8 @@ Exit codes: 0 ran, 2 bad input, 3 unsupported op or limit reached.
 }  // namespace
 
 int RunRun(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(argv, {"--num-partitions", "--seed", "--max-elements"},
-                                          {"--float", "--help"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, {"--num-partitions", "--seed", "--max-elements"}, {"--float", "--help"});
   if (!args.ok()) return BadInput(err, "run", args.status().message());
   if (args->Has("--help")) {
     out << kRunHelp;
@@ -39,9 +40,11 @@ int RunRun(const std::vector<std::string>& argv, std::ostream& out, std::ostream
     err << kRunHelp;
     return kExitBadInput;
   }
-  absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(args->positional()[0], err);
+  absl::StatusOr<std::unique_ptr<HloModule>> module =
+      LoadVerifiedModule(args->positional()[0], err);
   if (!module.ok()) return BadInput(err, "run", module.status().message());
-  absl::StatusOr<int64_t> partitions = args->GetInt("--num-partitions", (*module)->num_partitions());
+  absl::StatusOr<int64_t> partitions =
+      args->GetInt("--num-partitions", (*module)->num_partitions());
   absl::StatusOr<int64_t> seed = args->GetInt("--seed", 1);
   absl::StatusOr<int64_t> max_elements = args->GetInt("--max-elements", int64_t{1} << 28);
   for (const auto* value : {&partitions, &seed, &max_elements}) {
@@ -69,13 +72,14 @@ int RunRun(const std::vector<std::string>& argv, std::ostream& out, std::ostream
   std::vector<std::vector<Literal>> inputs(n);
   const std::vector<HloInstruction*> params = (*module)->entry()->parameters();
   for (size_t i = 0; i < params.size(); ++i) {
-    if (params[i] == nullptr) return BadInput(err, "run", absl::StrCat("parameter ", i, " is missing"));
+    if (params[i] == nullptr)
+      return BadInput(err, "run", absl::StrCat("parameter ", i, " is missing"));
     const HloSharding sharding = params[i]->sharding().value_or(HloSharding::Replicate());
     Shape global_shape = params[i]->shape();
     if (n > 1 && sharding.IsTiled() && global_shape.IsArray()) {
       for (int64_t k = 0; k < global_shape.rank(); ++k) {
-        global_shape.set_dimensions(
-            k, global_shape.dimensions(k) * sharding.tile_assignment().dim(k));
+        global_shape.set_dimensions(k,
+                                    global_shape.dimensions(k) * sharding.tile_assignment().dim(k));
       }
     }
     Literal global = oracle::RandomLiteral(global_shape, profiles[i], style, rng);
@@ -106,7 +110,8 @@ int RunRun(const std::vector<std::string>& argv, std::ostream& out, std::ostream
   if (n == 1) {
     out << (*results)[0].ToString() << "\n";
   } else {
-    for (int64_t d = 0; d < n; ++d) out << "device " << d << ": " << (*results)[d].ToString() << "\n";
+    for (int64_t d = 0; d < n; ++d)
+      out << "device " << d << ": " << (*results)[d].ToString() << "\n";
   }
   return kExitHolds;
 }
