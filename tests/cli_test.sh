@@ -47,6 +47,13 @@ expect 0 "f32[3] {" -- "$bin" run "$src/corpus/hlo/reduce_uneven.hlo" --num-part
 printf 'HloModule m\nENTRY e {\n  c = c64[4] parameter(0)\n  ROOT f = c64[4] fft(c), fft_type=FFT, fft_length={4}\n}\n' > "$tmp/fft.hlo"
 expect 3 "fft is not supported" -- "$bin" run "$tmp/fft.hlo"
 expect 3 "over the budget" -- "$bin" run "$src/corpus/hlo/sharded_matmul.hlo" --max-elements 100
+expect 0 "proved" -- "$bin" prove sharding '{devices=[4,2,8]<=[2,4,8]T(1,0,2)}' --num-partitions 64
+expect 1 "refuted: tiles [0,1] and [1,0] are both on device 1" -- "$bin" prove sharding '{devices=[2,2]0,1,1,3}'
+expect 0 "proved" -- "$bin" prove same '{devices=[2,2]0,2,1,3}' '{devices=[2,2]<=[2,2]T(1,0)}'
+expect 1 "refuted" -- "$bin" prove same '{devices=[2,2]0,2,1,3}' '{devices=[2,2]<=[4]}'
+expect 0 "proved" -- "$bin" prove groups --sharding '{devices=[2,2,2]<=[8]}' --dims 1 --groups '{{0,2},{1,3},{4,6},{5,7}}'
+expect 1 "refuted" -- "$bin" prove groups --sharding '{devices=[2,2,2]<=[8]}' --dims 1 --groups '{{0,1},{2,3},{4,5},{6,7}}'
+expect 2 "error" -- "$bin" prove sharding '{devices=[2,2]0,1'
 if [ -d "$shared/cases/seed-scatter" ]; then
   expect 0 "verdict: holds" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/gspmd.hlo"
   expect 1 "wrong on 48 of 64 devices" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo"

@@ -54,6 +54,7 @@ int RunFmt(const std::vector<std::string>& args, std::ostream& out, std::ostream
 int RunSharding(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunRun(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunEquiv(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunProve(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace spmdcheck::cli
 

@@ -15,6 +15,7 @@ commands:
   sharding expand|canon|show|groups S   inspect a sharding
   run FILE              run a module on seeded inputs (one line per device)
   equiv GLOBAL PART     check a partitioned program against the global one
+  prove sharding|same|groups|pairs   Z3 proofs about device ids
 
 exit codes: 0 holds/success, 1 fails (finding printed), 2 bad input or usage, 3 unknown
 Run `spmdcheck <command> --help` for the flags of a command.
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
   if (command == "sharding") return spmdcheck::cli::RunSharding(args, std::cout, std::cerr);
   if (command == "run") return spmdcheck::cli::RunRun(args, std::cout, std::cerr);
   if (command == "equiv") return spmdcheck::cli::RunEquiv(args, std::cout, std::cerr);
+  if (command == "prove") return spmdcheck::cli::RunProve(args, std::cout, std::cerr);
   std::cerr << "spmdcheck: error: unknown command '" << command << "'\n" << kUsage;
   return spmdcheck::cli::kExitBadInput;
 }

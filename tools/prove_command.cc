@@ -1,0 +1,186 @@
+// `spmdcheck prove sharding|same|groups|pairs ...`: Z3 proofs about device-id algebra (see
+// docs/prove.md). Prints `proved`, `refuted: <counterexample>` or `unknown: <reason>`.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "ir/hlo_parser.h"
+#include "ir/replica_groups.h"
+#include "ir/sharding.h"
+#include "smt/device_algebra.h"
+#include "smt/proof_result.h"
+#include "tools/cli.h"
+
+namespace spmdcheck::cli {
+namespace {
+
+constexpr char kCommand[] = "prove";
+
+constexpr char kProveHelp[] = R"(usage: spmdcheck prove <verb> ... [--timeout-ms MS]
+
+Proves facts about device ids with Z3 (iota tile assignments are never expanded).
+verbs:
+  sharding S [--num-partitions N]   every device in [0,N) holds exactly one tile position
+                                    (N defaults to the number of tile positions)
+  same S1 S2                        same structure and the same device at every tile position
+  groups --sharding S --dims D,D,... --groups G
+                                    G ({{0,1},{2,3}} or [2,4]<=[4,2]T(1,0)) is exactly the
+                                    grouping along those tile dims, in order
+  pairs --from S1 --to S2 --pairs {{s,t},...}
+                                    the pairs move every data tile from its holder under S1
+                                    to its holder under S2
+  --timeout-ms MS                   per Z3 query (default 10000); a timeout is `unknown`
+Prints `proved`, `refuted: <counterexample>` or `unknown: <reason>`.
+Exit code: 0 proved, 1 refuted, 2 bad input, 3 unknown.
+)";
+
+absl::Status Invalid(absl::string_view message) { return absl::InvalidArgumentError(message); }
+
+absl::StatusOr<HloSharding> ShardingFlag(const Args& args, absl::string_view flag) {
+  std::optional<std::string> text = args.Get(flag);
+  if (!text.has_value()) return Invalid(absl::StrCat("missing ", flag, " SHARDING"));
+  return ParseSharding(*text);
+}
+
+absl::StatusOr<std::vector<int64_t>> ParseDims(absl::string_view text, int64_t rank) {
+  std::vector<int64_t> dims;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    int64_t d = 0;
+    if (!absl::SimpleAtoi(part, &d)) {
+      return Invalid(
+          absl::StrCat("--dims expects a comma-separated list of tile dims, not '", text, "'"));
+    }
+    if (d < 0 || d >= rank) {
+      return Invalid(
+          absl::StrCat("--dims: tile dim ", d, " is out of range (tile rank ", rank, ")"));
+    }
+    if (std::find(dims.begin(), dims.end(), d) != dims.end()) {
+      return Invalid(absl::StrCat("--dims lists tile dim ", d, " twice"));
+    }
+    dims.push_back(d);
+  }
+  return dims;
+}
+
+absl::StatusOr<SourceTargetPairs> ParsePairs(absl::string_view text) {
+  absl::StatusOr<ReplicaGroups> groups = ParseReplicaGroups(text);
+  if (!groups.ok()) return groups.status();
+  SourceTargetPairs pairs;
+  for (const std::vector<int64_t>& g : groups->groups()) {
+    if (g.size() != 2) {
+      return Invalid(
+          absl::StrCat("--pairs: each pair must be {source,target}, got ", g.size(), " ids"));
+    }
+    pairs.emplace_back(g[0], g[1]);
+  }
+  absl::Status valid = ValidateSourceTargetPairs(pairs, 0);
+  if (!valid.ok()) return valid;
+  return pairs;
+}
+
+int Report(const smt::ProofResult& result, std::ostream& out) {
+  out << smt::FormatProofResult(result) << "\n";
+  return VerdictExitCode(result.verdict);
+}
+
+}  // namespace
+
+int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
+  if (argv.empty()) {
+    err << kProveHelp;
+    return kExitBadInput;
+  }
+  const std::string& verb = argv[0];
+  if (verb == "--help" || verb == "-h" || verb == "help") {
+    out << kProveHelp;
+    return kExitHolds;
+  }
+  std::set<std::string> value_flags = {"--timeout-ms"};
+  if (verb == "sharding") {
+    value_flags.insert("--num-partitions");
+  } else if (verb == "groups") {
+    value_flags.insert({"--sharding", "--dims", "--groups"});
+  } else if (verb == "pairs") {
+    value_flags.insert({"--from", "--to", "--pairs"});
+  } else if (verb != "same") {
+    BadInput(err, kCommand,
+             absl::StrCat("unknown verb '", verb, "' (expected sharding, same, groups or pairs)"));
+    err << kProveHelp;
+    return kExitBadInput;
+  }
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  absl::StatusOr<Args> args = Args::Parse(rest, value_flags, {"--help"});
+  if (!args.ok()) return BadInput(err, kCommand, absl::StrCat(verb, ": ", args.status().message()));
+  if (args->Has("--help")) {
+    out << kProveHelp;
+    return kExitHolds;
+  }
+  absl::StatusOr<int64_t> timeout = args->GetInt("--timeout-ms", smt::kDefaultTimeoutMs);
+  if (!timeout.ok()) return BadInput(err, kCommand, timeout.status().message());
+  if (*timeout <= 0) return BadInput(err, kCommand, "--timeout-ms must be positive");
+  const std::vector<std::string>& pos = args->positional();
+  const size_t want_positional = verb == "sharding" ? 1 : verb == "same" ? 2 : 0;
+  if (pos.size() != want_positional) {
+    return BadInput(
+        err, kCommand,
+        absl::StrCat(verb, ": expected ", want_positional, " positional argument(s), got ",
+                     pos.size(), " (quote shardings for the shell)"));
+  }
+  if (verb == "sharding") {
+    absl::StatusOr<HloSharding> s = ParseSharding(pos[0]);
+    if (!s.ok()) return BadInput(err, kCommand, s.status().message());
+    absl::StatusOr<int64_t> n = args->GetInt("--num-partitions", 0);
+    if (!n.ok()) return BadInput(err, kCommand, n.status().message());
+    if (args->Has("--num-partitions") && *n <= 0) {
+      return BadInput(err, kCommand, "--num-partitions must be positive");
+    }
+    return Report(smt::ProveSharding(*s, *n, *timeout), out);
+  }
+  if (verb == "same") {
+    absl::StatusOr<HloSharding> a = ParseSharding(pos[0]);
+    if (!a.ok()) return BadInput(err, kCommand, a.status().message());
+    absl::StatusOr<HloSharding> b = ParseSharding(pos[1]);
+    if (!b.ok()) return BadInput(err, kCommand, b.status().message());
+    return Report(smt::ProveSame(*a, *b, *timeout), out);
+  }
+  if (verb == "groups") {
+    absl::StatusOr<HloSharding> s = ShardingFlag(*args, "--sharding");
+    if (!s.ok()) return BadInput(err, kCommand, s.status().message());
+    if (!s->IsTiled()) {
+      return BadInput(err, kCommand,
+                      absl::StrCat("groups needs a tiled sharding, not ", s->ToString(false)));
+    }
+    std::optional<std::string> dims_text = args->Get("--dims");
+    std::optional<std::string> groups_text = args->Get("--groups");
+    if (!dims_text.has_value() || !groups_text.has_value()) {
+      return BadInput(err, kCommand, "groups needs --dims D,D,... and --groups G");
+    }
+    absl::StatusOr<std::vector<int64_t>> dims =
+        ParseDims(*dims_text, s->tile_assignment().num_dimensions());
+    if (!dims.ok()) return BadInput(err, kCommand, dims.status().message());
+    absl::StatusOr<ReplicaGroups> groups = ParseReplicaGroups(*groups_text);
+    if (!groups.ok()) return BadInput(err, kCommand, groups.status().message());
+    return Report(smt::ProveGroups(*s, *dims, *groups, *timeout), out);
+  }
+  // pairs
+  absl::StatusOr<HloSharding> from = ShardingFlag(*args, "--from");
+  if (!from.ok()) return BadInput(err, kCommand, from.status().message());
+  absl::StatusOr<HloSharding> to = ShardingFlag(*args, "--to");
+  if (!to.ok()) return BadInput(err, kCommand, to.status().message());
+  std::optional<std::string> pairs_text = args->Get("--pairs");
+  if (!pairs_text.has_value()) return BadInput(err, kCommand, "pairs needs --pairs {{s,t},...}");
+  absl::StatusOr<SourceTargetPairs> pairs = ParsePairs(*pairs_text);
+  if (!pairs.ok()) return BadInput(err, kCommand, pairs.status().message());
+  return Report(smt::ProvePairs(*from, *to, *pairs, *timeout), out);
+}
+
+}  // namespace spmdcheck::cli
