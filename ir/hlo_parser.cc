@@ -1021,6 +1021,14 @@ absl::Status Parser::ParseLiteral(const Shape& shape, Literal* literal, int dept
     return absl::OkStatus();
   }
   lex_.set_pos(save);
+  // Every element needs at least one character of text: a larger shape is refused before its
+  // buffer is allocated (a 30-byte input must not cost gigabytes).
+  const int64_t remaining = static_cast<int64_t>(lex_.text().size() - lex_.pos());
+  if (shape.ElementCount() > remaining) {
+    return Error(absl::StrCat("the literal of shape ", shape.ToString(false), " needs ",
+                              shape.ElementCount(), " values but only ", remaining,
+                              " characters of text follow"));
+  }
   absl::StatusOr<Literal> created = Literal::CreateChecked(shape);
   if (!created.ok()) return Error(created.status().message());
   *literal = *std::move(created);
