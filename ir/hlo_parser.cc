@@ -510,19 +510,30 @@ absl::Status Parser::ParseLayout(Shape* shape) {
     int depth = 0;
     size_t p = start;
     absl::string_view text = lex_.text();
+    // Layout extensions (`T(8,128)(2,1)`, `S(1)`, `E(4)`, `*(s8)`, ...) are kept verbatim, so only
+    // their own characters are accepted: anything else is a malformed layout, not text to carry.
     while (p < text.size()) {
-      if (text[p] == '(') ++depth;
-      if (text[p] == ')') --depth;
-      if (text[p] == '}' && depth == 0) break;
+      const char c = text[p];
+      if (c == '(') ++depth;
+      if (c == ')' && --depth < 0) return ErrorAt(p, "unbalanced ')' in the layout");
+      if (c == '}' && depth == 0) break;
+      const bool allowed = std::isalnum(static_cast<unsigned char>(c)) || c == '(' ||
+                           c == ')' || c == ',' || c == '*' || c == ':' || c == '#' ||
+                           c == '_' || c == ' ' || c == '.' || c == '-';
+      if (!allowed) {
+        return ErrorAt(p, absl::StrCat("unexpected character '", std::string(1, c),
+                                       "' in the layout"));
+      }
       ++p;
     }
     if (p >= text.size()) return ErrorAt(start, "unterminated layout");
+    if (p == start) return ErrorAt(start, "empty layout extension after ':'");
     layout.extension = std::string(text.substr(start, p - start));
     lex_.set_pos(p);
   }
   absl::Status status = Expect('}', "to close the layout");
   if (!status.ok()) return status;
-  if (shape->IsArray() && !layout.minor_to_major.empty() &&
+  if (shape->IsArray() && (!layout.minor_to_major.empty() || shape->rank() > 0) &&
       static_cast<int64_t>(layout.minor_to_major.size()) != shape->rank()) {
     return Error(absl::StrCat("layout ", layout.ToString(), " has ", layout.minor_to_major.size(),
                               " entries but the shape has rank ", shape->rank()));
