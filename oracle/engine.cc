@@ -54,6 +54,7 @@ bool IsDeviceDependent(HloOpcode opcode) {
     case HloOpcode::kRng:
     case HloOpcode::kRngBitGenerator:
     case HloOpcode::kRngGetAndUpdateState:
+    case HloOpcode::kCustomCall:  // SPMDFullToShardShape takes the running device's tile.
       return true;
     default:
       return false;

@@ -7,6 +7,7 @@
 #include "ir/tile_assignment.h"
 #include "oracle/kernel_util.h"
 #include "oracle/op_registry.h"
+#include "oracle/sharded_values.h"
 #include "oracle/sort.h"
 
 namespace spmdcheck::oracle {
@@ -123,31 +124,6 @@ absl::StatusOr<Literal> HandleRngBitGenerator(const HloInstruction& instruction,
   return Literal::Tuple(std::move(elements));
 }
 
-// The tile of `full` held by a device at `tile_index` (data dims), zero-padded to `shard_shape`.
-Literal ExtractTile(const Literal& full, const HloSharding& sharding, const Shape& shard_shape,
-                    absl::Span<const int64_t> tile_index) {
-  Literal shard(shard_shape);
-  const Shape& shape = full.shape();
-  const int64_t width = full.element_byte_width();
-  const int64_t rank = shape.rank();
-  std::vector<int64_t> offset(rank, 0);
-  for (int64_t k = 0; k < rank && k < static_cast<int64_t>(tile_index.size()); ++k) {
-    offset[k] = tile_index[k] * shard_shape.dimensions(k);
-  }
-  (void)sharding;
-  ForEachIndex(shard_shape.dimensions(), [&](absl::Span<const int64_t> local) {
-    std::vector<int64_t> global(rank);
-    for (int64_t k = 0; k < rank; ++k) {
-      global[k] = offset[k] + local[k];
-      if (global[k] >= shape.dimensions(k)) return;  // Padding stays zero.
-    }
-    std::memcpy(shard.raw_data() + LinearIndex(shard_shape.dimensions(), local) * width,
-                full.raw_data() + LinearIndex(shape.dimensions(), global) * width,
-                static_cast<size_t>(width));
-  });
-  return shard;
-}
-
 // The sharding of the value a manual-region custom-call converts (its operand's annotation).
 const HloSharding* OperandSharding(const HloInstruction& instruction) {
   if (instruction.operand_count() < 1) return nullptr;
@@ -169,12 +145,15 @@ absl::StatusOr<Literal> HandleCustomCall(const HloInstruction& instruction,
     if (operands.size() != 1 || sharding == nullptr || !sharding->IsTiled()) {
       return Unsupported(instruction, "SPMDFullToShardShape without a tiled operand sharding");
     }
-    std::optional<std::vector<int64_t>> tile = sharding->DataTileIndexOf(env.partition_id);
-    if (!tile.has_value()) {
-      return InstructionError(instruction, absl::StrCat("partition ", env.partition_id,
-                                                        " holds no tile of the operand"));
+    absl::StatusOr<Literal> shard =
+        ShardOf(*operands[0], *sharding, env.partition_id, PaddingFill::kZero);
+    if (!shard.ok()) return InstructionError(instruction, shard.status().message());
+    if (!shard->shape().Compatible(instruction.shape())) {
+      return InstructionError(
+          instruction, absl::StrCat("the shard is ", shard->shape().ToString(false),
+                                    " but the result is ", instruction.shape().ToString(false)));
     }
-    return ExtractTile(*operands[0], *sharding, instruction.shape(), *tile);
+    return *std::move(shard);
   }
   if (target == "TopK") return EvaluateTopK(instruction, operands, env);
   return Unsupported(instruction, absl::StrCat("custom-call target \"", target, "\""));

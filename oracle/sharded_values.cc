@@ -27,7 +27,7 @@ void FillPoison(Literal& literal) {
 }
 
 absl::StatusOr<Literal> ShardOfArray(const Literal& global, const HloSharding& sharding,
-                                     int64_t device) {
+                                     int64_t device, PaddingFill padding) {
   const Shape& shape = global.shape();
   switch (sharding.kind()) {
     case HloSharding::Kind::kReplicated:
@@ -53,7 +53,8 @@ absl::StatusOr<Literal> ShardOfArray(const Literal& global, const HloSharding& s
     return absl::InvalidArgumentError(
         absl::StrCat("device ", device, " holds no tile of sharding ", sharding.ToString(false)));
   }
-  Literal local = PoisonLike(sharding.TileShape(shape));
+  Literal local = padding == PaddingFill::kPoison ? PoisonLike(sharding.TileShape(shape))
+                                                  : Literal(sharding.TileShape(shape));
   const int64_t width = global.element_byte_width();
   std::vector<int64_t> valid(shape.rank());
   for (int64_t k = 0; k < shape.rank(); ++k) valid[k] = (*ranges)[k].limit - (*ranges)[k].start;
@@ -108,9 +109,9 @@ Literal PoisonLike(const Shape& shape) {
   return literal;
 }
 
-absl::StatusOr<Literal> ShardOf(const Literal& global, const HloSharding& sharding,
-                                int64_t device) {
-  if (!global.shape().IsTuple()) return ShardOfArray(global, sharding, device);
+absl::StatusOr<Literal> ShardOf(const Literal& global, const HloSharding& sharding, int64_t device,
+                                PaddingFill padding) {
+  if (!global.shape().IsTuple()) return ShardOfArray(global, sharding, device, padding);
   // Tuple: per-leaf shardings (a tuple sharding lists leaves in order), or one for every leaf.
   std::vector<const Literal*> leaves;
   std::function<void(const Literal&)> collect = [&](const Literal& l) {
@@ -131,7 +132,7 @@ absl::StatusOr<Literal> ShardOf(const Literal& global, const HloSharding& shardi
       const HloSharding& leaf_sharding =
           sharding.IsTuple() ? sharding.tuple_elements()[next] : sharding;
       ++next;
-      return ShardOfArray(l, leaf_sharding, device);
+      return ShardOfArray(l, leaf_sharding, device, padding);
     }
     std::vector<Literal> elements;
     for (const Literal& e : l.tuple_elements()) {

@@ -23,7 +23,9 @@ Literal PoisonLike(const Shape& shape);
 // Device `device`'s local value of `global` under `sharding` (tuple shardings per leaf): its tile
 // padded to ceil(dim / tiles), padding = poison. Replicated: the whole value. Maximal: the whole
 // value on the owner, poison elsewhere. Manual: Unimplemented (no global view).
-absl::StatusOr<Literal> ShardOf(const Literal& global, const HloSharding& sharding, int64_t device);
+enum class PaddingFill { kPoison, kZero };
+absl::StatusOr<Literal> ShardOf(const Literal& global, const HloSharding& sharding, int64_t device,
+                                PaddingFill padding = PaddingFill::kPoison);
 
 // How floats are compared.
 struct Tolerance {

@@ -189,5 +189,22 @@ ENTRY e {
   EXPECT_EQ((*results)[1].ToString(), "u32[4] {0, 0, 1, 1}");
 }
 
+TEST(EngineTest, FullToShardGivesEachDeviceItsTile) {
+  auto module = Parse(R"(HloModule m, num_partitions=2
+ENTRY e {
+  v = u32[3] iota(), iota_dimension=0, sharding={devices=[2]0,1}
+  ROOT s = u32[2] custom-call(v), custom_call_target="SPMDFullToShardShape", sharding={manual}
+})");
+  ASSERT_NE(module, nullptr);
+  EngineOptions options;
+  options.num_partitions = 2;
+  Engine engine(*module, options);
+  absl::StatusOr<std::vector<Literal>> results = engine.Run(NoArgs(2));
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  // 3 elements over 2 tiles of 2: device 1 holds element 2 and one zero of padding.
+  EXPECT_EQ((*results)[0].ToString(), "u32[2] {0, 1}");
+  EXPECT_EQ((*results)[1].ToString(), "u32[2] {2, 0}");
+}
+
 }  // namespace
 }  // namespace spmdcheck::oracle
