@@ -54,7 +54,14 @@ expect 1 "refuted" -- "$bin" prove same '{devices=[2,2]0,2,1,3}' '{devices=[2,2]
 expect 0 "proved" -- "$bin" prove groups --sharding '{devices=[2,2,2]<=[8]}' --dims 1 --groups '{{0,2},{1,3},{4,6},{5,7}}'
 expect 1 "refuted" -- "$bin" prove groups --sharding '{devices=[2,2,2]<=[8]}' --dims 1 --groups '{{0,1},{2,3},{4,5},{6,7}}'
 expect 2 "error" -- "$bin" prove sharding '{devices=[2,2]0,1'
+expect 0 "plan: all-to-all(dim 0 -> dim 1)" -- "$bin" reshard --shape 'f32[8,12]' --from '{devices=[4,1]<=[4]}' --to '{devices=[1,4]<=[4]}' --num-partitions 4
+expect 0 "plan: collective-permute" -- "$bin" reshard --shape 'f32[8,6]' --from '{devices=[4,1]<=[4]}' --to '{devices=[4,1]3,2,1,0}' --num-partitions 4
+expect 2 "error" -- "$bin" reshard --shape 'f32[8]' --from '{devices=[4,1]<=[4]}' --to '{replicated}' --num-partitions 4
+expect 0 "sharding={devices=[2,4]<=[8]}" -- "$bin" partition "$src/corpus/hlo/sharded_matmul.hlo"
+expect 0 "verdict: holds" -- "$bin" check "$src/corpus/hlo/sharded_matmul.hlo"
+expect 2 "bad.hlo:3:13" -- "$bin" check "$tmp/bad.hlo"
 if [ -d "$shared/cases/seed-scatter" ]; then
+  expect 0 "max bytes received per device: 504" -- "$bin" check "$shared/cases/seed-scatter/pre.hlo" --stats
   expect 0 "verdict: holds" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/gspmd.hlo"
   expect 1 "wrong on 48 of 64 devices" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo"
   expect 0 "UNSOUND" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo" --same-input-everywhere

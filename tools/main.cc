@@ -16,6 +16,9 @@ commands:
   run FILE              run a module on seeded inputs (one line per device)
   equiv GLOBAL PART     check a partitioned program against the global one
   prove sharding|same|groups|pairs   Z3 proofs about device ids
+  partition FILE        the reference SPMD partitioner (--stats: fallbacks and cost)
+  check FILE            partition, then check the result with the oracle
+  reshard --shape T --from S1 --to S2 --num-partitions N   the cheapest resharding plan
 
 exit codes: 0 holds/success, 1 fails (finding printed), 2 bad input or usage, 3 unknown
 Run `spmdcheck <command> --help` for the flags of a command.
@@ -37,6 +40,10 @@ int main(int argc, char** argv) {
   if (command == "run") return spmdcheck::cli::RunRun(args, std::cout, std::cerr);
   if (command == "equiv") return spmdcheck::cli::RunEquiv(args, std::cout, std::cerr);
   if (command == "prove") return spmdcheck::cli::RunProve(args, std::cout, std::cerr);
+  if (command == "partition") return spmdcheck::cli::RunPartition(args, std::cout, std::cerr);
+  if (command == "check") return spmdcheck::cli::RunCheck(args, std::cout, std::cerr);
+  if (command == "reshard") return spmdcheck::cli::RunReshard(args, std::cout, std::cerr);
+
   std::cerr << "spmdcheck: error: unknown command '" << command << "'\n" << kUsage;
   return spmdcheck::cli::kExitBadInput;
 }

@@ -1,0 +1,395 @@
+// The partitioner driver: chooses a sharding for every instruction (annotation, else a simple
+// propagation rule), partitions each instruction with its handler or the fallback, reshards the
+// result to the chosen sharding and names it after the global instruction.
+//
+// Propagation rule (documented in docs/partition.md): an instruction without a `sharding=`
+// takes (1) for get-tuple-element, the operand's element sharding; for tuple, its operands';
+// for while, its operand's; (2) else the sharding of the first operand with the same dimensions
+// (manual when any operand is manual); (3) else the sharding of the first user with the same
+// dimensions that carries one; (4) else replicated.
+#include "partitioner/partitioner.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "ir/verifier.h"
+#include "partitioner/partition_context.h"
+#include "partitioner/sharding_util.h"
+
+namespace spmdcheck::partitioner {
+
+absl::Status Decline(absl::string_view reason) { return absl::FailedPreconditionError(reason); }
+bool IsDecline(const absl::Status& status) { return absl::IsFailedPrecondition(status); }
+
+HloSharding ReplicatedLike(const Shape& shape) {
+  if (!shape.IsTuple()) return HloSharding::Replicate();
+  return HloSharding::Tuple(std::vector<HloSharding>(shape.LeafCount(), HloSharding::Replicate()));
+}
+
+Shape LocalShape(const Shape& shape, const HloSharding& sharding) {
+  if (shape.IsTuple()) {
+    std::vector<Shape> elements;
+    for (int64_t i = 0; i < shape.tuple_size(); ++i) {
+      elements.push_back(LocalShape(shape.tuple_shapes()[i], ElementSharding(sharding, shape, i)));
+    }
+    return Shape::Tuple(std::move(elements));
+  }
+  if (!shape.IsArray() || !sharding.IsTiled()) return shape;
+  Shape local = sharding.TileShape(shape);
+  if (shape.layout().has_value()) local.set_layout(*shape.layout());
+  return local;
+}
+
+namespace {
+
+bool SameDims(const Shape& a, const Shape& b) {
+  return a.IsArray() && b.IsArray() && a.dimensions() == b.dimensions();
+}
+
+// A sharding is usable on a shape when it fits it (tuple arity, data rank).
+bool Fits(const HloSharding& sharding, const Shape& shape, int64_t n) {
+  if (sharding.kind() == HloSharding::Kind::kUnknown) return false;
+  return sharding.Validate(shape, n).ok();
+}
+
+}  // namespace
+
+class ModulePartitioner {
+ public:
+  ModulePartitioner(const HloModule& global, const PartitionOptions& options, HloModule* out,
+                    int64_t num_partitions)
+      : global_(global), options_(options) {
+    state_.module = out;
+    state_.num_partitions = num_partitions;
+    state_.replica_count = global.replica_count();
+    for (const auto& c : global.computations()) {
+      for (const auto& i : c->instructions()) {
+        if (i->attrs().channel_id.has_value()) {
+          state_.next_channel_id = std::max(state_.next_channel_id, *i->attrs().channel_id + 1);
+        }
+      }
+    }
+    RegisterElementwiseHandlers(registry_);
+    RegisterShapeHandlers(registry_);
+    RegisterReduceHandlers(registry_);
+    RegisterDotHandlers(registry_);
+    RegisterControlFlowHandlers(registry_);
+    RegisterCustomCallHandlers(registry_);
+  }
+
+  const PartitionOptions& options() const { return options_; }
+  PartitionStats& stats() { return stats_; }
+  ModuleBuildState& state() { return state_; }
+
+  HloComputation* CloneCalled(const HloComputation* global) {
+    auto it = clones_.find(global);
+    if (it != clones_.end()) return it->second;
+    auto copy = std::make_unique<HloComputation>(state_.UniqueComputationName(global->name()));
+    absl::flat_hash_map<const HloInstruction*, HloInstruction*> map;
+    for (HloInstruction* instruction : global->PostOrder()) {
+      auto clone = std::make_unique<HloInstruction>(*instruction);
+      std::vector<HloInstruction*> operands;
+      for (HloInstruction* operand : instruction->operands()) operands.push_back(map[operand]);
+      clone->set_operands(std::move(operands));
+      clone->clear_sharding();
+      for (CalledComputations& called : clone->mutable_called()) {
+        for (HloComputation*& c : called.computations) c = CloneCalled(c);
+      }
+      map[instruction] = copy->AddInstruction(std::move(clone));
+    }
+    copy->set_root(map[global->root()]);
+    HloComputation* added = state_.module->AddComputation(std::move(copy));
+    clones_[global] = added;
+    return added;
+  }
+
+  // Partitions `global` into a new computation. `param_shardings` empty: the parameters' own
+  // (propagated) shardings. `root_sharding` nullopt: the root's chosen sharding.
+  absl::StatusOr<HloComputation*> Partition(const HloComputation* global,
+                                            const std::vector<HloSharding>& param_shardings,
+                                            const std::optional<HloSharding>& root_sharding,
+                                            bool is_entry) {
+    const std::string name =
+        is_entry ? global->name()
+                 : state_.UniqueComputationName(absl::StrCat(global->name(), ".spmd"));
+    if (is_entry) state_.computation_names.insert(name);
+    auto computation = std::make_unique<HloComputation>(name);
+    absl::flat_hash_set<std::string> reserved;
+    for (const auto& i : global->instructions()) reserved.insert(i->name());
+    SpmdBuilder builder(&state_, computation.get(), std::move(reserved));
+
+    std::vector<HloInstruction*> order = global->PostOrder();
+    if (order.empty() && global->instruction_count() > 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("computation ", global->name(), " has a cycle"));
+    }
+    absl::flat_hash_map<const HloInstruction*, HloSharding> shardings =
+        ChooseShardings(order, param_shardings);
+    absl::flat_hash_map<const HloInstruction*, PartitionedValue> values;
+    PartitionContext context(this, &builder, &shardings, &values);
+
+    for (HloInstruction* instruction : order) {
+      const HloSharding& target = shardings.at(instruction);
+      const int64_t before = builder.computation()->instruction_count();
+      absl::StatusOr<PartitionedValue> value = PartitionOne(*instruction, target, context);
+      if (!value.ok()) {
+        return absl::Status(value.status().code(), absl::StrCat(instruction->name(), " (line ",
+                                                                instruction->location().line,
+                                                                "): ", value.status().message()));
+      }
+      HloInstruction* local = value->local;
+      if (local != nullptr && local->index_in_parent() >= before) {
+        builder.TryRename(local, instruction->name());
+        if (!value->sharding.IsManual()) local->set_sharding(value->sharding);
+        if (!instruction->raw_attributes().empty() && local->raw_attributes().empty() &&
+            local->opcode() == instruction->opcode()) {
+          local->mutable_raw_attributes() = instruction->raw_attributes();
+        }
+      }
+      values[instruction] = *value;
+    }
+    const HloInstruction* global_root = global->root();
+    PartitionedValue root = values.at(global_root);
+    if (root_sharding.has_value() && root.sharding != *root_sharding) {
+      absl::StatusOr<PartitionedValue> moved = Reshard(builder, root, *root_sharding);
+      if (!moved.ok()) return moved.status();
+      root = *moved;
+      if (!root.sharding.IsManual()) root.local->set_sharding(root.sharding);
+    }
+    computation->set_root(root.local);
+    if (is_entry) {
+      entry_ = computation.get();
+      pending_entry_ = std::move(computation);
+      return entry_;
+    }
+    return state_.module->AddComputation(std::move(computation));
+  }
+
+  void AddEntry() {
+    HloComputation* entry = state_.module->AddComputation(std::move(pending_entry_));
+    state_.module->set_entry(entry);
+  }
+
+ private:
+  friend class PartitionContext;
+
+  absl::flat_hash_map<const HloInstruction*, HloSharding> ChooseShardings(
+      const std::vector<HloInstruction*>& order, const std::vector<HloSharding>& param_shardings) {
+    const int64_t n = state_.num_partitions;
+    absl::flat_hash_map<const HloInstruction*, std::vector<const HloInstruction*>> users;
+    for (HloInstruction* i : order) {
+      for (HloInstruction* operand : i->operands()) users[operand].push_back(i);
+    }
+    absl::flat_hash_map<const HloInstruction*, HloSharding> chosen;
+    for (HloInstruction* i : order) {
+      const Shape& shape = i->shape();
+      std::optional<HloSharding> pick;
+      if (i->opcode() == HloOpcode::kParameter && !param_shardings.empty() &&
+          i->parameter_number() < static_cast<int64_t>(param_shardings.size())) {
+        pick = param_shardings[i->parameter_number()];
+      } else if (i->sharding().has_value() && Fits(*i->sharding(), shape, n)) {
+        pick = *i->sharding();
+      } else if (i->opcode() == HloOpcode::kGetTupleElement && i->attrs().tuple_index.has_value()) {
+        pick = ElementSharding(chosen.at(i->operand(0)), i->operand(0)->shape(),
+                               *i->attrs().tuple_index);
+      } else if (i->opcode() == HloOpcode::kTuple) {
+        std::vector<HloSharding> elements;
+        for (HloInstruction* operand : i->operands()) elements.push_back(chosen.at(operand));
+        pick = TupleSharding(shape, elements);
+      } else if (i->opcode() == HloOpcode::kWhile && i->operand_count() == 1) {
+        pick = chosen.at(i->operand(0));
+      } else {
+        for (HloInstruction* operand : i->operands()) {
+          if (chosen.at(operand).IsManual()) pick = HloSharding::Manual();
+        }
+        if (!pick.has_value() && i->opcode() != HloOpcode::kParameter) {
+          for (HloInstruction* operand : i->operands()) {
+            if (SameDims(operand->shape(), shape) && Fits(chosen.at(operand), shape, n)) {
+              pick = chosen.at(operand);
+              break;
+            }
+          }
+        }
+        if (!pick.has_value()) {
+          for (const HloInstruction* user : users[i]) {
+            if (user->sharding().has_value() && SameDims(user->shape(), shape) &&
+                Fits(*user->sharding(), shape, n) && !user->sharding()->IsManual()) {
+              pick = *user->sharding();
+              break;
+            }
+          }
+        }
+      }
+      if (!pick.has_value() || !Fits(*pick, shape, n)) pick = ReplicatedLike(shape);
+      chosen[i] = *pick;
+    }
+    return chosen;
+  }
+
+  absl::StatusOr<PartitionedValue> PartitionOne(const HloInstruction& instruction,
+                                                const HloSharding& target,
+                                                PartitionContext& context) {
+    ++stats_.instructions;
+    SpmdBuilder& b = context.builder();
+    if (instruction.opcode() == HloOpcode::kParameter) {
+      ++stats_.handled;
+      HloInstruction* p = b.Add(HloOpcode::kParameter, LocalShape(instruction.shape(), target), {},
+                                instruction.name(), /*use_reserved=*/true);
+      p->set_parameter_number(instruction.parameter_number());
+      return PartitionedValue{p, instruction.shape(), target};
+    }
+    absl::StatusOr<PartitionedValue> value = Decline("no handler for this op");
+    if (target.IsManual() && instruction.opcode() != HloOpcode::kCustomCall) {
+      // Inside a manual region the program is already per device: keep it as written.
+      std::vector<HloInstruction*> operands;
+      for (const HloInstruction* operand : instruction.operands()) {
+        operands.push_back(context.ValueOf(operand).local);
+      }
+      ++stats_.handled;
+      return PartitionedValue{
+          context.CloneLocal(instruction, std::move(operands), instruction.shape()),
+          instruction.shape(), target};
+    }
+    if (const Handler* handler = registry_.Find(instruction.opcode())) {
+      value = (*handler)(instruction, context);
+    }
+    if (!value.ok() && !IsDecline(value.status())) return value.status();
+    if (value.ok()) {
+      ++stats_.handled;
+    } else {
+      const std::string reason =
+          absl::StrCat(HloOpcodeString(instruction.opcode()), ": ", value.status().message());
+      ++stats_.fallback_reasons[reason];
+      value = Fallback(instruction, context);
+      if (!value.ok()) return value.status();
+    }
+    if (value->sharding == target) return value;
+    return Reshard(b, *value, target);
+  }
+
+  // Replicate every operand, compute the op on full arrays, and hand back a replicated value.
+  absl::StatusOr<PartitionedValue> Fallback(const HloInstruction& instruction,
+                                            PartitionContext& context) {
+    std::vector<HloInstruction*> operands;
+    for (int64_t i = 0; i < instruction.operand_count(); ++i) {
+      const HloInstruction* operand = instruction.operand(i);
+      const PartitionedValue& value = context.ValueOf(operand);
+      if (value.sharding.IsManual() ||
+          (value.sharding.IsTuple() && HasManualLeaf(value.sharding))) {
+        return absl::UnimplementedError("the fallback cannot replicate a manually sharded operand");
+      }
+      absl::StatusOr<PartitionedValue> replicated =
+          context.OperandAs(instruction, i, ReplicatedLike(operand->shape()));
+      if (!replicated.ok()) return replicated.status();
+      operands.push_back(replicated->local);
+    }
+    HloInstruction* local =
+        context.CloneLocal(instruction, std::move(operands), instruction.shape());
+    return PartitionedValue{local, instruction.shape(), ReplicatedLike(instruction.shape())};
+  }
+
+  static bool HasManualLeaf(const HloSharding& s) {
+    if (s.IsManual()) return true;
+    for (const HloSharding& e : s.tuple_elements()) {
+      if (HasManualLeaf(e)) return true;
+    }
+    return false;
+  }
+
+  const HloModule& global_;
+  const PartitionOptions& options_;
+  ModuleBuildState state_;
+  HandlerRegistry registry_;
+  PartitionStats stats_;
+  absl::flat_hash_map<const HloComputation*, HloComputation*> clones_;
+  HloComputation* entry_ = nullptr;
+  std::unique_ptr<HloComputation> pending_entry_;
+};
+
+const PartitionOptions& PartitionContext::options() const { return module_->options(); }
+
+const HloSharding& PartitionContext::ShardingOf(const HloInstruction* global) const {
+  return shardings_->at(global);
+}
+
+const PartitionedValue& PartitionContext::ValueOf(const HloInstruction* global) const {
+  return values_->at(global);
+}
+
+absl::StatusOr<PartitionedValue> PartitionContext::OperandAs(const HloInstruction& instruction,
+                                                             int64_t i,
+                                                             const HloSharding& sharding) {
+  const HloInstruction* operand = instruction.operand(i);
+  const PartitionedValue& value = ValueOf(operand);
+  if (value.sharding == sharding) return value;
+  absl::StatusOr<PartitionedValue> moved = Reshard(*builder_, value, sharding);
+  if (!moved.ok()) return moved.status();
+  // Later users of the same operand under the same sharding reuse this value.
+  if (moved->local != value.local && !moved->sharding.IsManual()) {
+    moved->local->set_sharding(moved->sharding);
+  }
+  return moved;
+}
+
+int64_t PartitionContext::ReshardScore(const HloInstruction& instruction, int64_t i,
+                                       const HloSharding& sharding) {
+  const PartitionedValue& value = ValueOf(instruction.operand(i));
+  absl::StatusOr<CollectiveCost> cost =
+      ReshardCost(value.global_shape, value.sharding, sharding, num_partitions());
+  return cost.ok() ? cost->Score() : int64_t{1} << 60;
+}
+
+HloComputation* PartitionContext::CloneCalled(const HloComputation* global) {
+  return module_->CloneCalled(global);
+}
+
+absl::StatusOr<HloComputation*> PartitionContext::PartitionCalled(
+    const HloComputation* global, const std::vector<HloSharding>& param_shardings,
+    const HloSharding& root_sharding) {
+  return module_->Partition(global, param_shardings, root_sharding, /*is_entry=*/false);
+}
+
+HloInstruction* PartitionContext::CloneLocal(const HloInstruction& global,
+                                             std::vector<HloInstruction*> operands, Shape shape) {
+  HloInstruction* local =
+      builder_->Add(global.opcode(), std::move(shape), std::move(operands), global.name());
+  if (global.has_attrs()) local->set_shared_attrs(global.shared_attrs());
+  if (global.literal().has_value()) local->set_shared_literal(global.shared_literal());
+  for (const CalledComputations& called : global.called()) {
+    CalledComputations copy = called;
+    for (HloComputation*& c : copy.computations) c = CloneCalled(c);
+    local->mutable_called().push_back(std::move(copy));
+  }
+  if (global.parameter_number() >= 0) local->set_parameter_number(global.parameter_number());
+  return local;
+}
+
+absl::StatusOr<PartitionResult> PartitionModule(const HloModule& global,
+                                                const PartitionOptions& options) {
+  if (global.entry() == nullptr)
+    return absl::InvalidArgumentError("module has no entry computation");
+  const int64_t n = options.num_partitions > 0 ? options.num_partitions : global.num_partitions();
+  if (n <= 0) return absl::InvalidArgumentError("--num-partitions must be positive");
+  auto out = std::make_unique<HloModule>(global.name());
+  out->set_num_partitions(n);
+  if (global.has_replica_count()) out->set_replica_count(global.replica_count());
+  ModulePartitioner partitioner(global, options, out.get(), n);
+  absl::StatusOr<HloComputation*> entry =
+      partitioner.Partition(global.entry(), {}, std::nullopt, /*is_entry=*/true);
+  if (!entry.ok()) return entry.status();
+  partitioner.AddEntry();
+  PartitionResult result;
+  result.module = std::move(out);
+  result.stats = partitioner.stats();
+  return result;
+}
+
+}  // namespace spmdcheck::partitioner

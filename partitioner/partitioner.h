@@ -1,0 +1,51 @@
+// The reference SPMD partitioner: turns a global module whose instructions carry shardings into
+// the per-device program (XLA's conventions: local shapes, partition-id offsets, collectives with
+// channel ids and global device ids), keeping on each instruction the global sharding of the
+// value it holds.
+#ifndef SPMDCHECK_PARTITIONER_PARTITIONER_H_
+#define SPMDCHECK_PARTITIONER_PARTITIONER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ir/hlo_module.h"
+
+namespace spmdcheck::partitioner {
+
+struct PartitionOptions {
+  // 0: the module's num_partitions.
+  int64_t num_partitions = 0;
+  // Name of an injected bug (fuzz/bugs); empty = none. Only the fuzz campaign and `check
+  // --inject-bug` set it.
+  std::string inject_bug;
+};
+
+struct PartitionStats {
+  int64_t instructions = 0;
+  int64_t handled = 0;
+  // Instructions that took the replicate-compute-reshard fallback, by reason.
+  std::map<std::string, int64_t> fallback_reasons;
+  int64_t fallbacks() const {
+    int64_t n = 0;
+    for (const auto& [reason, count] : fallback_reasons) n += count;
+    return n;
+  }
+};
+
+struct PartitionResult {
+  std::unique_ptr<HloModule> module;
+  PartitionStats stats;
+};
+
+// Partitions `global` (which must verify). Errors: InvalidArgument for inconsistent input
+// (a sharding that does not fit its shape or device count), Unimplemented for constructs the
+// partitioner cannot express at all.
+absl::StatusOr<PartitionResult> PartitionModule(const HloModule& global,
+                                                const PartitionOptions& options);
+
+}  // namespace spmdcheck::partitioner
+
+#endif  // SPMDCHECK_PARTITIONER_PARTITIONER_H_

@@ -1,0 +1,186 @@
+#include "partitioner/sharding_util.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "ir/tile_assignment.h"
+
+namespace spmdcheck::partitioner {
+
+std::vector<int64_t> TileCounts(const HloSharding& sharding, int64_t rank) {
+  std::vector<int64_t> counts(rank, 1);
+  if (!sharding.IsTiled()) return counts;
+  for (int64_t k = 0; k < rank && k < sharding.TiledDataRank(); ++k) {
+    counts[k] = sharding.tile_assignment().dim(k);
+  }
+  return counts;
+}
+
+namespace {
+
+// Position of the manual subgroup dim in the tile assignment, or -1.
+int64_t ManualDimPosition(const HloSharding& sharding) {
+  if (!sharding.IsTiled()) return -1;
+  const int64_t data_rank = sharding.TiledDataRank();
+  for (size_t i = 0; i < sharding.subgroup_types().size(); ++i) {
+    if (sharding.subgroup_types()[i] == SubgroupType::kManual) {
+      return data_rank + static_cast<int64_t>(i);
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+int64_t ManualSubgroupCount(const HloSharding& sharding) {
+  const int64_t pos = ManualDimPosition(sharding);
+  return pos < 0 ? 1 : sharding.tile_assignment().dim(pos);
+}
+
+DevicePlace PlaceOf(const HloSharding& sharding, int64_t rank, int64_t device) {
+  DevicePlace place;
+  place.data_index.assign(rank, 0);
+  if (!sharding.IsTiled()) return place;
+  std::optional<std::vector<int64_t>> index = sharding.tile_assignment().TileIndexOf(device);
+  if (!index.has_value()) return place;
+  for (int64_t k = 0; k < rank && k < sharding.TiledDataRank(); ++k) {
+    place.data_index[k] = (*index)[k];
+  }
+  const int64_t manual = ManualDimPosition(sharding);
+  if (manual >= 0) place.manual_index = (*index)[manual];
+  return place;
+}
+
+absl::StatusOr<HloSharding> BuildSharding(absl::Span<const int64_t> counts, int64_t manual_count,
+                                          int64_t num_devices,
+                                          const std::function<DevicePlace(int64_t)>& place) {
+  int64_t tiles = manual_count;
+  for (int64_t c : counts) tiles *= c;
+  if (tiles <= 0 || num_devices % tiles != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(tiles, " tiles do not divide ", num_devices, " devices"));
+  }
+  const int64_t replicas = num_devices / tiles;
+  // Row-major over (data dims, manual) -> devices in increasing order.
+  std::vector<int64_t> grid(counts.begin(), counts.end());
+  grid.push_back(manual_count);
+  std::vector<std::vector<int64_t>> buckets(tiles);
+  for (int64_t d = 0; d < num_devices; ++d) {
+    DevicePlace p = place(d);
+    std::vector<int64_t> index = p.data_index;
+    index.push_back(p.manual_index);
+    for (size_t k = 0; k < index.size(); ++k) {
+      if (index[k] < 0 || index[k] >= grid[k]) {
+        return absl::InternalError(absl::StrCat("device ", d, " placed outside the tile grid"));
+      }
+    }
+    buckets[LinearIndex(grid, index)].push_back(d);
+  }
+  std::vector<int64_t> dims(counts.begin(), counts.end());
+  std::vector<SubgroupType> types;
+  if (manual_count > 1) {
+    dims.push_back(manual_count);
+    types.push_back(SubgroupType::kManual);
+  }
+  if (replicas > 1) {
+    dims.push_back(replicas);
+    types.push_back(SubgroupType::kReplicated);
+  }
+  // Device array in the order of `dims`: data dims, manual, replication.
+  std::vector<int64_t> devices;
+  devices.reserve(num_devices);
+  for (const std::vector<int64_t>& bucket : buckets) {
+    if (static_cast<int64_t>(bucket.size()) != replicas) {
+      return absl::InvalidArgumentError("tiles are held by different numbers of devices");
+    }
+    devices.insert(devices.end(), bucket.begin(), bucket.end());
+  }
+  if (dims.empty()) return HloSharding::Replicate();
+  absl::StatusOr<TileAssignment> tiles_assignment = TileAssignment::Explicit(dims, devices);
+  if (!tiles_assignment.ok()) return tiles_assignment.status();
+  bool all_one = true;
+  for (int64_t c : counts) all_one = all_one && c == 1;
+  if (all_one && manual_count == 1) return HloSharding::Replicate();
+  return HloSharding::Subgroup(*tiles_assignment, types).Canonical();
+}
+
+absl::StatusOr<HloSharding> FoldDims(const HloSharding& sharding, int64_t rank,
+                                     absl::Span<const int64_t> dims, int64_t num_devices) {
+  std::vector<int64_t> counts = TileCounts(sharding, rank);
+  for (int64_t k : dims) counts[k] = 1;
+  return BuildSharding(counts, ManualSubgroupCount(sharding), num_devices, [&](int64_t d) {
+    DevicePlace p = PlaceOf(sharding, rank, d);
+    for (int64_t k : dims) p.data_index[k] = 0;
+    return p;
+  });
+}
+
+bool SameTileGrid(const HloSharding& a, const HloSharding& b, int64_t rank) {
+  if (a.IsReplicated() && b.IsReplicated()) return true;
+  if (!a.IsTiled() || !b.IsTiled()) return false;
+  return a.tile_assignment().dims() == b.tile_assignment().dims() &&
+         a.subgroup_types() == b.subgroup_types() && TileCounts(a, rank) == TileCounts(b, rank);
+}
+
+HeldRegion RegionOf(const HloSharding& sharding, const Shape& shape, int64_t device) {
+  const int64_t rank = shape.rank();
+  HeldRegion region;
+  std::vector<int64_t> counts = TileCounts(sharding, rank);
+  DevicePlace place = PlaceOf(sharding, rank, device);
+  for (int64_t k = 0; k < rank; ++k) {
+    const int64_t size = shape.dimensions(k);
+    const int64_t per_tile = (size + counts[k] - 1) / counts[k];
+    const int64_t start = place.data_index[k] * per_tile;
+    region.padded_start.push_back(start);
+    region.start.push_back(std::min(start, size));
+    region.limit.push_back(std::min(start + per_tile, size));
+  }
+  return region;
+}
+
+HloSharding ElementSharding(const HloSharding& sharding, const Shape& shape, int64_t index) {
+  if (!sharding.IsTuple()) return sharding;
+  int64_t offset = 0;
+  for (int64_t i = 0; i < index; ++i) offset += shape.tuple_shapes()[i].LeafCount();
+  const Shape& element = shape.tuple_shapes()[index];
+  const std::vector<HloSharding>& leaves = sharding.tuple_elements();
+  if (!element.IsTuple()) {
+    return offset < static_cast<int64_t>(leaves.size()) ? leaves[offset] : HloSharding::Replicate();
+  }
+  std::vector<HloSharding> sub;
+  for (int64_t i = 0; i < element.LeafCount(); ++i) {
+    sub.push_back(offset + i < static_cast<int64_t>(leaves.size()) ? leaves[offset + i]
+                                                                   : HloSharding::Replicate());
+  }
+  return HloSharding::Tuple(std::move(sub));
+}
+
+HloSharding TupleSharding(const Shape& shape, const std::vector<HloSharding>& elements) {
+  std::vector<HloSharding> leaves;
+  for (int64_t i = 0; i < shape.tuple_size(); ++i) {
+    const Shape& element = shape.tuple_shapes()[i];
+    if (!element.IsTuple()) {
+      leaves.push_back(elements[i].IsTuple() && !elements[i].tuple_elements().empty()
+                           ? elements[i].tuple_elements()[0]
+                           : elements[i]);
+    } else if (elements[i].IsTuple()) {
+      for (const HloSharding& leaf : elements[i].tuple_elements()) leaves.push_back(leaf);
+    } else {
+      for (int64_t j = 0; j < element.LeafCount(); ++j) leaves.push_back(elements[i]);
+    }
+  }
+  return HloSharding::Tuple(std::move(leaves));
+}
+
+bool IsPlannable(const HloSharding& sharding) {
+  if (sharding.IsReplicated()) return true;
+  if (!sharding.IsTiled()) return false;
+  return true;
+}
+
+}  // namespace spmdcheck::partitioner

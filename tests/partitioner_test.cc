@@ -1,0 +1,277 @@
+// The reference partitioner and its resharding planner: exact plans for the textbook moves
+// (one collective and nothing else), the cost model, and end-to-end checks with the oracle.
+#include "partitioner/partitioner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "fuzz/check_pipeline.h"
+#include "ir/hlo_parser.h"
+#include "ir/hlo_printer.h"
+#include "ir/verifier.h"
+#include "oracle/equivalence.h"
+#include "partitioner/cost_model.h"
+#include "partitioner/reshard.h"
+
+namespace spmdcheck::partitioner {
+namespace {
+
+HloSharding S(const std::string& text) {
+  absl::StatusOr<HloSharding> s = ParseSharding(text);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return *s;
+}
+
+Shape T(const std::string& text) {
+  absl::StatusOr<Shape> s = ParseShape(text);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return *s;
+}
+
+// Counts instructions of each data-moving kind in the plan's module.
+struct Counts {
+  int collectives = 0;
+  int all_gather = 0, all_to_all = 0, permute = 0, all_reduce = 0, dynamic_slice = 0;
+};
+
+Counts CountOps(const HloModule& module) {
+  Counts c;
+  for (const auto& i : module.entry()->instructions()) {
+    switch (i->opcode()) {
+      case HloOpcode::kAllGather:
+        ++c.all_gather;
+        ++c.collectives;
+        break;
+      case HloOpcode::kAllToAll:
+        ++c.all_to_all;
+        ++c.collectives;
+        break;
+      case HloOpcode::kCollectivePermute:
+        ++c.permute;
+        ++c.collectives;
+        break;
+      case HloOpcode::kAllReduce:
+        ++c.all_reduce;
+        ++c.collectives;
+        break;
+      case HloOpcode::kReduceScatter:
+        ++c.collectives;
+        break;
+      case HloOpcode::kDynamicSlice:
+        if (i->shape().rank() > 1 || i->operand(0)->opcode() != HloOpcode::kConstant) {
+          ++c.dynamic_slice;
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  return c;
+}
+
+// Plans, builds the module, checks it verifies and is equivalent to a global copy under the
+// oracle; returns the module.
+std::unique_ptr<HloModule> PlanAndCheck(const std::string& shape, const std::string& from,
+                                        const std::string& to, int64_t n) {
+  absl::StatusOr<ReshardPlan> plan = PlanReshard(T(shape), S(from), S(to), n);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (!plan.ok()) return nullptr;
+  absl::StatusOr<ReshardPlan> naive = NaiveReshardPlan(T(shape), S(from), S(to), n);
+  EXPECT_TRUE(naive.ok());
+  EXPECT_LE(plan->cost.Score(), naive->cost.Score());
+  absl::StatusOr<std::unique_ptr<HloModule>> module =
+      BuildReshardModule(T(shape), S(from), *plan, n);
+  EXPECT_TRUE(module.ok()) << module.status();
+  EXPECT_TRUE(VerifyModule(**module).ok()) << PrintModule(**module);
+  const std::string global_text = absl::StrCat(
+      "HloModule g, num_partitions=", n, "\nENTRY main {\n  p = ", shape,
+      " parameter(0), sharding=", from, "\n  ROOT c = ", shape, " copy(p), sharding=", to, "\n}\n");
+  absl::StatusOr<ParsedModule> global = ParseHloModule(global_text);
+  EXPECT_TRUE(global.ok()) << global.status();
+  oracle::EquivOptions options;
+  options.trials = 2;
+  absl::StatusOr<oracle::EquivReport> report =
+      oracle::CheckEquivalence(*global->module, **module, options);
+  EXPECT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->verdict, Verdict::kHolds)
+      << oracle::FormatEquivReport(*report) << PrintModule(**module);
+  return *std::move(module);
+}
+
+TEST(ReshardPlanner, TiledToReplicatedIsOneAllGather) {
+  auto m = PlanAndCheck("f32[8,6]", "{devices=[4,1]<=[4]}", "{replicated}", 4);
+  ASSERT_NE(m, nullptr);
+  Counts c = CountOps(*m);
+  EXPECT_EQ(c.collectives, 1);
+  EXPECT_EQ(c.all_gather, 1);
+  EXPECT_EQ(c.dynamic_slice, 0);
+}
+
+TEST(ReshardPlanner, MovingSplitBetweenDimsIsOneAllToAll) {
+  auto m = PlanAndCheck("f32[8,12]", "{devices=[4,1]<=[4]}", "{devices=[1,4]<=[4]}", 4);
+  ASSERT_NE(m, nullptr);
+  Counts c = CountOps(*m);
+  EXPECT_EQ(c.collectives, 1);
+  EXPECT_EQ(c.all_to_all, 1);
+  EXPECT_EQ(c.dynamic_slice, 0);
+}
+
+TEST(ReshardPlanner, PermutedDevicesIsOneCollectivePermute) {
+  auto m = PlanAndCheck("s32[8,6]", "{devices=[2,2]<=[4]}", "{devices=[2,2]<=[2,2]T(1,0)}", 4);
+  ASSERT_NE(m, nullptr);
+  Counts c = CountOps(*m);
+  EXPECT_EQ(c.collectives, 1);
+  EXPECT_EQ(c.permute, 1);
+}
+
+TEST(ReshardPlanner, ReplicatedToTiledMovesNoData) {
+  auto m = PlanAndCheck("s32[7,5]", "{replicated}", "{devices=[2,3]<=[6]}", 6);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(CountOps(*m).collectives, 0);
+}
+
+TEST(ReshardPlanner, UnevenAndPartialReplicationCases) {
+  PlanAndCheck("s32[7,5]", "{devices=[3,2]<=[6]}", "{devices=[2,1,3]<=[6] last_tile_dim_replicate}",
+               6);
+  PlanAndCheck("s32[5,3]", "{devices=[2,1,4]<=[8] last_tile_dim_replicate}",
+               "{devices=[4,2]<=[2,4]T(1,0)}", 8);
+  PlanAndCheck("s32[3,2]", "{devices=[8,1]<=[8]}", "{devices=[1,2,4]<=[8] last_tile_dim_replicate}",
+               8);
+  PlanAndCheck("pred[9]", "{devices=[4]<=[4]}", "{maximal device=2}", 4);
+  PlanAndCheck("s32[9]", "{maximal device=1}", "{devices=[4]3,1,0,2}", 4);
+}
+
+TEST(ReshardPlanner, SparseDimUsesMaskedAllReduceNotAllGather) {
+  // One element over 4 tiles: a masked all-reduce receives 1.5 elements' worth, an all-gather 3.
+  absl::StatusOr<ReshardPlan> plan =
+      PlanReshard(T("s32[1,8]"), S("{devices=[4,1]<=[4]}"), S("{replicated}"), 4);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->steps.size(), 1u);
+  EXPECT_EQ(plan->steps[0].kind, ReshardStepKind::kAllReduceGather);
+  PlanAndCheck("s32[1,8]", "{devices=[4,1]<=[4]}", "{replicated}", 4);
+}
+
+TEST(CostModel, CountsBytesPerDevice) {
+  const char* text = R"(HloModule m, num_partitions=4
+add {
+  x = f32[] parameter(0)
+  y = f32[] parameter(1)
+  ROOT s = f32[] add(x, y)
+}
+ENTRY main {
+  p = f32[2,8] parameter(0)
+  ag = f32[8,8] all-gather(p), channel_id=1, replica_groups={{0,1,2,3}}, dimensions={0}, use_global_device_ids=true
+  ar = f32[8,8] all-reduce(ag), channel_id=2, replica_groups={{0,1},{2,3}}, use_global_device_ids=true, to_apply=add
+  ROOT cp = f32[8,8] collective-permute(ar), channel_id=3, source_target_pairs={{0,1},{1,0},{2,2}}
+}
+)";
+  absl::StatusOr<ParsedModule> m = ParseHloModule(text);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ModuleCost cost = CostOfModule(*m->module, 4);
+  EXPECT_EQ(cost.total.collectives, 3);
+  EXPECT_EQ(cost.total.collective_permutes, 1);
+  // all-gather: 3 * 64 B; all-reduce over 2: 2*(1)/2 * 256 B; permute: 256 B to devices 0, 1.
+  EXPECT_EQ(cost.recv_bytes_per_device[0], 192 + 256 + 256);
+  EXPECT_EQ(cost.recv_bytes_per_device[2], 192 + 256);
+  EXPECT_EQ(cost.total.max_recv_bytes, 704);
+}
+
+fuzz::CheckOutcome Check(const std::string& text) {
+  absl::StatusOr<ParsedModule> m = ParseHloModule(text);
+  EXPECT_TRUE(m.ok()) << m.status();
+  fuzz::CheckOptions options;
+  absl::StatusOr<fuzz::CheckOutcome> outcome = fuzz::CheckPartitioning(*m->module, options);
+  EXPECT_TRUE(outcome.ok()) << outcome.status();
+  return *std::move(outcome);
+}
+
+TEST(Partitioner, DotReduceTransposeChainHolds) {
+  fuzz::CheckOutcome o = Check(R"(HloModule a, num_partitions=8
+add {
+  x = s32[] parameter(0)
+  y = s32[] parameter(1)
+  ROOT s = s32[] add(x, y)
+}
+ENTRY main {
+  p0 = s32[10,6] parameter(0), sharding={devices=[4,2]<=[8]}
+  p1 = s32[6,5] parameter(1), sharding={devices=[2,1,4]<=[8] last_tile_dim_replicate}
+  m = s32[10,6] multiply(p0, p0), sharding={devices=[2,4]<=[4,2]T(1,0)}
+  d = s32[10,5] dot(m, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[2,2,2]<=[8] last_tile_dim_replicate}
+  t = s32[5,10] transpose(d), dimensions={1,0}
+  b = s32[3,5,10] broadcast(t), dimensions={1,2}, sharding={devices=[1,2,4]<=[8]}
+  r = s32[3,50] reshape(b), sharding={devices=[1,8]<=[8]}
+  z = s32[] constant(0)
+  red = s32[50] reduce(r, z), dimensions={0}, to_apply=add, sharding={devices=[4,2]<=[8] last_tile_dim_replicate}
+  s = s32[20] slice(red), slice={[5:45:2]}
+  c = s32[70] concatenate(s, red), dimensions={0}, sharding={devices=[8]<=[8]}
+  ROOT out = (s32[70], s32[10,5]) tuple(c, d)
+}
+)");
+  EXPECT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
+  EXPECT_EQ(o.stats.fallbacks(), 0);
+}
+
+TEST(Partitioner, ContractingShardedDotUsesAllReduceNotGather) {
+  fuzz::CheckOutcome o = Check(R"(HloModule a, num_partitions=4
+ENTRY main {
+  p0 = s32[4,8] parameter(0), sharding={devices=[1,4]<=[4]}
+  p1 = s32[8,3] parameter(1), sharding={devices=[4,1]<=[4]}
+  ROOT d = s32[4,3] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={replicated}
+}
+)");
+  ASSERT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
+  ASSERT_NE(o.partitioned, nullptr);
+  Counts c = CountOps(*o.partitioned);
+  EXPECT_EQ(c.all_reduce, 1);
+  EXPECT_EQ(c.all_gather, 0);
+}
+
+TEST(Partitioner, WhileWithShardedStateHolds) {
+  fuzz::CheckOutcome o = Check(R"(HloModule w, num_partitions=4
+cond {
+  s = (s32[], s32[8,4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  n = s32[] constant(3)
+  ROOT lt = pred[] compare(i, n), direction=LT
+}
+body {
+  s = (s32[], s32[8,4]) parameter(0)
+  i = s32[] get-tuple-element(s), index=0
+  x = s32[8,4] get-tuple-element(s), index=1
+  one = s32[] constant(1)
+  i1 = s32[] add(i, one)
+  y = s32[8,4] add(x, x)
+  ROOT t = (s32[], s32[8,4]) tuple(i1, y)
+}
+ENTRY main {
+  p = s32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  zero = s32[] constant(0)
+  init = (s32[], s32[8,4]) tuple(zero, p), sharding={{replicated}, {devices=[2,2]<=[4]}}
+  w = (s32[], s32[8,4]) while(init), condition=cond, body=body, sharding={{replicated}, {devices=[2,2]<=[4]}}
+  ROOT r = s32[8,4] get-tuple-element(w), index=1, sharding={devices=[1,4]<=[4]}
+}
+)");
+  EXPECT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
+}
+
+TEST(Partitioner, OpWithoutHandlerTakesFallbackAndStillHolds) {
+  fuzz::CheckOutcome o = Check(R"(HloModule s, num_partitions=4
+lt {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT c = pred[] compare(a, b), direction=LT
+}
+ENTRY main {
+  p = s32[8,6] parameter(0), sharding={devices=[2,2]<=[4]}
+  ROOT s = s32[8,6] sort(p), dimensions={1}, to_apply=lt, sharding={devices=[4,1]<=[4]}
+}
+)");
+  EXPECT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
+  EXPECT_EQ(o.stats.fallbacks(), 1);
+}
+
+}  // namespace
+}  // namespace spmdcheck::partitioner
