@@ -1,5 +1,6 @@
 #include "fuzz/check_pipeline.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
+#include "oracle/shape_reduction.h"
 
 namespace spmdcheck::fuzz {
 namespace {
@@ -81,6 +83,23 @@ std::unique_ptr<HloModule> WidenNarrowFloats(const HloModule& module) {
   return std::move(copy->module);
 }
 
+int64_t LargestArray(const Shape& shape) {
+  if (shape.IsTuple()) {
+    int64_t largest = 0;
+    for (const Shape& e : shape.tuple_shapes()) largest = std::max(largest, LargestArray(e));
+    return largest;
+  }
+  return shape.IsArray() ? shape.ElementCount() : 0;
+}
+
+int64_t LargestArray(const HloModule& module) {
+  int64_t largest = 0;
+  for (const auto& c : module.computations()) {
+    for (const auto& i : c->instructions()) largest = std::max(largest, LargestArray(i->shape()));
+  }
+  return largest;
+}
+
 bool HasRandomOps(const HloModule& module) {
   for (const auto& c : module.computations()) {
     for (const auto& i : c->instructions()) {
@@ -114,7 +133,25 @@ absl::StatusOr<CheckOutcome> CheckPartitioning(const HloModule& global,
   }
   std::unique_ptr<HloModule> widened;
   if (options.widen_narrow_floats) widened = WidenNarrowFloats(global);
-  const HloModule& program = widened != nullptr ? *widened : global;
+  const HloModule* prepared = widened != nullptr ? widened.get() : &global;
+  std::unique_ptr<HloModule> shrunk;
+  const int64_t shrink_budget =
+      std::min(options.max_elements_per_array, options.shrink_elements_per_array);
+  if (options.shrink && LargestArray(*prepared) > shrink_budget) {
+    oracle::ShrinkOptions shrink_options;
+    shrink_options.max_elements_per_array = shrink_budget;
+    shrink_options.num_partitions = options.num_partitions;
+    absl::StatusOr<oracle::ShrinkResult> result =
+        oracle::ShrinkModuleShapes(*prepared, shrink_options);
+    if (result.ok() && result->shrunk) {
+      outcome.shrink_note = result->description;
+      shrunk = std::move(result->module);
+      prepared = shrunk.get();
+    } else if (!result.ok() && !absl::IsInvalidArgument(result.status())) {
+      outcome.notes.push_back(absl::StrCat("not shrunk: ", result.status().message()));
+    }
+  }
+  const HloModule& program = *prepared;
   if (widened != nullptr) {
     outcome.notes.push_back(
         "narrow floats (bf16/f16/f8) evaluated as f32 in both programs, so that sums reordered "
@@ -138,8 +175,8 @@ absl::StatusOr<CheckOutcome> CheckPartitioning(const HloModule& global,
     return outcome;
   }
   outcome.stats = partitioned->stats;
-  // Costs are reported for the program as written (not widened).
-  if (widened != nullptr) {
+  // Costs are reported for the program as written (not widened or shrunk).
+  if (widened != nullptr || shrunk != nullptr) {
     absl::StatusOr<partitioner::PartitionResult> as_written =
         partitioner::PartitionModule(global, partition_options);
     if (as_written.ok()) outcome.as_written = std::move(as_written->module);

@@ -26,6 +26,9 @@ struct CheckOptions {
   // changes roundings, which is not a partitioning bug). Both programs are widened alike.
   bool widen_narrow_floats = true;
   int64_t max_elements_per_array = int64_t{1} << 22;
+  // With `shrink`: modules with a larger array are shrunk until every array has at most this
+  // many elements (small arrays keep 64-device checks fast).
+  int64_t shrink_elements_per_array = int64_t{1} << 16;
 };
 
 enum class CheckStatus {
@@ -43,8 +46,8 @@ struct CheckOutcome {
   oracle::EquivReport report;
   partitioner::PartitionStats stats;
   std::unique_ptr<HloModule> partitioned;  // May be null (crash before partitioning ended).
-  // When narrow floats were widened for the check: the partitioning of the module as written
-  // (what costs are reported on). Null otherwise.
+  // When the module was widened or shrunk for the check: the partitioning of the module as
+  // written (what costs are reported on). Null otherwise.
   std::unique_ptr<HloModule> as_written;
 };
 

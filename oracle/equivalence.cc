@@ -217,10 +217,23 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
     }
   }
 
+  // A global program with manual regions (SPMDFullToShardShape ... SPMDShardToFullShape) is
+  // itself SPMD inside them: it runs on every device with the whole inputs, and device 0's
+  // result is the global result (ShardToFull assembles it on every device).
+  bool global_has_manual_regions = false;
+  for (const auto& computation : first.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      if (instruction->opcode() == HloOpcode::kCustomCall &&
+          instruction->attrs().custom_call_target.value_or("") == "SPMDFullToShardShape") {
+        global_has_manual_regions = true;
+      }
+    }
+  }
+  const bool global_on_every_device = !both_partitioned && global_has_manual_regions;
   EngineOptions first_options;
   first_options.seed = options.seed;
   first_options.max_elements_per_array = options.max_elements_per_array;
-  if (both_partitioned) {
+  if (both_partitioned || global_on_every_device) {
     first_options.num_partitions = partitions;
     first_options.replica_count = replicas;
   }
@@ -302,6 +315,8 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
     std::vector<std::vector<Literal>> first_args;
     if (both_partitioned) {
       first_args = second_args;
+    } else if (global_on_every_device) {
+      first_args.assign(n, globals);
     } else {
       first_args.push_back(globals);
     }

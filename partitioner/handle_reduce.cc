@@ -102,14 +102,14 @@ absl::StatusOr<PartitionedValue> HandleReduce(const HloInstruction& instruction,
     return PartitionedValue{local, out, target};
   }
   PartitionedValue v = context.ValueOf(operand);
-  if (!plan_a->tiled_reduced.empty()) {
+  if (!plan_a->tiled_reduced.empty() && !context.Bug("reduce-padding-unmasked")) {
     v = MaskPadding(b, v, 0, init->local);
   }
   HloInstruction* local =
       context.CloneLocal(instruction, {v.local, init->local}, LocalShape(out, plan_a->result));
   if (!plan_a->tiled_reduced.empty()) {
     std::vector<int64_t> tile_dims = plan_a->tiled_reduced;
-    if (context.Bug("reduce-wrong-axis")) {
+    if (context.Bug("all-reduce-wrong-axis")) {
       // Injected bug: all-reduce over the kept dims' devices instead of the reduced dims'.
       tile_dims.clear();
       std::vector<int64_t> counts = TileCounts(current, in.rank());

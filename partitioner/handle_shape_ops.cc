@@ -301,8 +301,25 @@ std::vector<int64_t> ActingDims(const HloInstruction& instruction) {
       break;
     case HloOpcode::kConcatenate:
     case HloOpcode::kReverse:
+    case HloOpcode::kSort:
       if (attrs.dimensions.has_value()) dims = *attrs.dimensions;
       break;
+    case HloOpcode::kDynamicSlice:
+      // Dims sliced to less than their size (XLA clamps start indices on the global index, so
+      // those dims are kept whole; full-size dims clamp to 0 locally as globally).
+      if (attrs.dynamic_slice_sizes.has_value()) {
+        for (int64_t k = 0; k < in.rank(); ++k) {
+          if ((*attrs.dynamic_slice_sizes)[k] != in.dimensions(k)) dims.push_back(k);
+        }
+      }
+      break;
+    case HloOpcode::kDynamicUpdateSlice: {
+      const Shape& update = instruction.operand(1)->shape();
+      for (int64_t k = 0; k < in.rank(); ++k) {
+        if (update.dimensions(k) != in.dimensions(k)) dims.push_back(k);
+      }
+      break;
+    }
     default:
       break;
   }
@@ -353,11 +370,6 @@ std::optional<WindowSlice> PlanWindowSlice(const HloInstruction& instruction,
           return std::nullopt;
         }
         offset = s.start + out_start - held_start;
-        if (context.Bug("uneven-offset-off-by-one") && in.dimensions(k) % counts[k] != 0 &&
-            offset > 0) {
-          // Injected bug: the shard offset of an uneven dim is one element off.
-          offset -= 1;
-        }
       }
       plan.offsets[k][d] = offset;
       plan.pad_high[k] = std::max(plan.pad_high[k], offset + out_per - in_per);
@@ -390,18 +402,24 @@ absl::StatusOr<PartitionedValue> HandleActingAlongDims(const HloInstruction& ins
                                                        PartitionContext& context) {
   const int64_t n = context.num_partitions();
   const Shape& out = instruction.shape();
-  if (!out.IsArray()) return Decline("malformed");
+  const HloOpcode opcode = instruction.opcode();
+  if (!out.IsArray() && opcode != HloOpcode::kSort) return Decline("malformed");
   const std::vector<int64_t> dims = ActingDims(instruction);
-  const int64_t rank = out.rank();
-  // Number of operands that carry the array (pad's second operand is the scalar pad value).
-  const int64_t arrays = instruction.opcode() == HloOpcode::kPad ? 1 : instruction.operand_count();
+  const int64_t rank = instruction.operand(0)->shape().rank();
+  // Operands that carry arrays of the result's rank (pad value and start indices are scalars).
+  const int64_t arrays = opcode == HloOpcode::kPad || opcode == HloOpcode::kDynamicSlice ? 1
+                         : opcode == HloOpcode::kDynamicUpdateSlice                      ? 2
+                                                                    : instruction.operand_count();
   std::vector<Choice> choices;
   auto add_base = [&](const HloSharding& s) {
     if (!IsPlannable(s) || ManualSubgroupCount(s) != 1) return;
     absl::StatusOr<HloSharding> base = FoldDims(s, rank, dims, n);
     if (!base.ok()) return;
-    Choice c{*base, std::vector<HloSharding>(arrays, *base)};
-    if (instruction.opcode() == HloOpcode::kPad) c.operands.push_back(HloSharding::Replicate());
+    const HloSharding result =
+        out.IsTuple() ? TupleSharding(out, std::vector<HloSharding>(out.tuple_size(), *base))
+                      : *base;
+    Choice c{result, std::vector<HloSharding>(arrays, *base)};
+    if (opcode == HloOpcode::kPad) c.operands.push_back(HloSharding::Replicate());
     choices.push_back(std::move(c));
   };
   add_base(Computable(context.ShardingOf(&instruction)));
@@ -414,18 +432,26 @@ absl::StatusOr<PartitionedValue> HandleActingAlongDims(const HloInstruction& ins
     }
   }
   if (!best.has_value()) return Decline("no tiling to run in");
-  // Slice limits of untouched dims become the local sizes.
-  const HloSharding base = best->result;
+  // Slice limits and dynamic-slice sizes of untouched dims become the local sizes.
+  const HloSharding base = best->operands[0];
   return Emit(instruction, context, *best, [&](HloInstruction* local) {
-    if (instruction.opcode() != HloOpcode::kSlice) return;
-    std::vector<SliceDim> slice = *instruction.attrs().slice;
     const Shape local_in = LocalShape(instruction.operand(0)->shape(), base);
-    for (int64_t k = 0; k < rank; ++k) {
-      if (std::find(dims.begin(), dims.end(), k) == dims.end()) {
-        slice[k] = {0, local_in.dimensions(k), 1};
+    auto untouched = [&](int64_t k) {
+      return std::find(dims.begin(), dims.end(), k) == dims.end();
+    };
+    if (opcode == HloOpcode::kSlice) {
+      std::vector<SliceDim> slice = *instruction.attrs().slice;
+      for (int64_t k = 0; k < rank; ++k) {
+        if (untouched(k)) slice[k] = {0, local_in.dimensions(k), 1};
       }
+      local->mutable_attrs().slice = slice;
+    } else if (opcode == HloOpcode::kDynamicSlice) {
+      std::vector<int64_t> sizes = *instruction.attrs().dynamic_slice_sizes;
+      for (int64_t k = 0; k < rank; ++k) {
+        if (untouched(k)) sizes[k] = local_in.dimensions(k);
+      }
+      local->mutable_attrs().dynamic_slice_sizes = sizes;
     }
-    local->mutable_attrs().slice = slice;
   });
 }
 
@@ -448,6 +474,9 @@ void RegisterShapeHandlers(HandlerRegistry& registry) {
   registry.Register(HloOpcode::kPad, HandleActingAlongDims);
   registry.Register(HloOpcode::kConcatenate, HandleActingAlongDims);
   registry.Register(HloOpcode::kReverse, HandleActingAlongDims);
+  registry.Register(HloOpcode::kSort, HandleActingAlongDims);
+  registry.Register(HloOpcode::kDynamicSlice, HandleActingAlongDims);
+  registry.Register(HloOpcode::kDynamicUpdateSlice, HandleActingAlongDims);
   registry.Register(HloOpcode::kConstant, HandleWholeValue);
   registry.Register(HloOpcode::kIota, HandleWholeValue);
 }

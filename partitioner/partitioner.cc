@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/verifier.h"
+#include "partitioner/injected_bugs.h"
 #include "partitioner/partition_context.h"
 #include "partitioner/sharding_util.h"
 
@@ -68,6 +69,7 @@ class ModulePartitioner {
                     int64_t num_partitions)
       : global_(global), options_(options) {
     state_.module = out;
+    state_.inject_bug = options.inject_bug;
     state_.num_partitions = num_partitions;
     state_.replica_count = global.replica_count();
     for (const auto& c : global.computations()) {
@@ -376,6 +378,10 @@ absl::StatusOr<PartitionResult> PartitionModule(const HloModule& global,
                                                 const PartitionOptions& options) {
   if (global.entry() == nullptr)
     return absl::InvalidArgumentError("module has no entry computation");
+  if (!options.inject_bug.empty() && !IsInjectedBug(options.inject_bug)) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown injected bug '", options.inject_bug,
+                                                   "' (spmdcheck fuzz --list-bugs)"));
+  }
   const int64_t n = options.num_partitions > 0 ? options.num_partitions : global.num_partitions();
   if (n <= 0) return absl::InvalidArgumentError("--num-partitions must be positive");
   auto out = std::make_unique<HloModule>(global.name());

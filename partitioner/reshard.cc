@@ -508,6 +508,12 @@ absl::StatusOr<PartitionedValue> EmitAllGather(SpmdBuilder& b, PartitionedValue 
     const int64_t n = TileCounts(v.sharding, rank)[k];
     if (n <= 1) continue;
     std::vector<std::vector<int64_t>> groups = v.sharding.GroupsAlongDims({k});
+    if (b.Bug("all-gather-group-order")) {
+      for (auto& g : groups) std::reverse(g.begin(), g.end());
+    }
+    if (b.Bug("replicate-dim-ignored") && v.sharding.ReplicateOnLastTileDim()) {
+      groups = v.sharding.GroupsAlongDims({k, v.sharding.tile_assignment().num_dimensions() - 1});
+    }
     HloInstruction* gathered = b.AllGather(v.local, k, groups);
     absl::StatusOr<HloSharding> next = FoldDims(v.sharding, rank, {k}, b.num_partitions());
     if (!next.ok()) return next.status();
@@ -546,10 +552,11 @@ absl::StatusOr<PartitionedValue> EmitAllToAll(SpmdBuilder& b, PartitionedValue v
   x = b.AllToAll(x, bd, groups);
   // Move the received-chunk dim in front of dim a and merge.
   std::vector<std::string> order;
+  const bool wrong_merge = b.Bug("all-to-all-wrong-merge");
   for (int64_t i = 0; i < rank; ++i) {
     if (i == a) {
-      order.push_back("N");
-      order.push_back(absl::StrCat("D", i));
+      order.push_back(wrong_merge ? absl::StrCat("D", i) : "N");
+      order.push_back(wrong_merge ? "N" : absl::StrCat("D", i));
     } else if (i == bd) {
       order.push_back("B");
     } else {
@@ -591,6 +598,10 @@ absl::StatusOr<PartitionedValue> EmitDynamicSlice(SpmdBuilder& b, PartitionedVal
   bool all_zero = true;
   std::vector<HloInstruction*> starts;
   for (int64_t k = 0; k < v.global_shape.rank(); ++k) {
+    if (b.Bug("uneven-offset-off-by-one") &&
+        v.global_shape.dimensions(k) % TileCounts(to, v.global_shape.rank())[k] != 0) {
+      for (int64_t& o : offsets->offset[k]) o = o > 0 ? o - 1 : o;
+    }
     for (int64_t o : offsets->offset[k]) all_zero = all_zero && o == 0;
     starts.push_back(b.TableLookup(offsets->offset[k], absl::StrCat("offset.dim", k)));
   }
@@ -610,6 +621,9 @@ PartitionedValue EmitPermute(SpmdBuilder& b, PartitionedValue v, const HloShardi
   SourceTargetPairs pairs = PermutePairs(v.sharding, to, v.global_shape.rank(), b.num_partitions());
   bool moves = false;
   for (const auto& [s, t] : pairs) moves = moves || s != t;
+  if (b.Bug("permute-pairs-inverted")) {
+    for (auto& [s, t] : pairs) std::swap(s, t);
+  }
   v.local = moves ? b.CollectivePermute(v.local, pairs) : b.Copy(v.local);
   v.sharding = to;
   return v;

@@ -31,6 +31,8 @@ struct ModuleBuildState {
   int64_t next_channel_id = 1;
   // Scalar reducer computations by "opcode.type".
   std::map<std::string, HloComputation*> reducers;
+  // The injected bug switched on (PartitionOptions::inject_bug), empty for none.
+  std::string inject_bug;
   // Names of computations already in the module.
   absl::flat_hash_set<std::string> computation_names;
   std::string UniqueComputationName(absl::string_view base);
@@ -46,6 +48,8 @@ class SpmdBuilder {
   HloComputation* computation() const { return computation_; }
   ModuleBuildState* state() const { return state_; }
   int64_t num_partitions() const { return state_->num_partitions; }
+  // True when the named injected bug is switched on (see injected_bugs.h).
+  bool Bug(absl::string_view name) const { return state_->inject_bug == name; }
 
   // Adds an instruction; `name` is made unique (and kept off the reserved names unless
   // `use_reserved`).

@@ -27,7 +27,7 @@ expect() {
 }
 
 expect 0 "ok: module sharded_matmul" -- "$bin" parse "$src/corpus/hlo/sharded_matmul.hlo"
-expect 0 "parsed 4 files: 4 ok, 0 failed" -- "$bin" parse "$src/corpus/hlo"
+expect 0 "parsed 5 files: 5 ok, 0 failed" -- "$bin" parse "$src/corpus/hlo"
 printf 'HloModule m\nENTRY e {\n  p = f32[8 parameter(0)\n}\n' > "$tmp/bad.hlo"
 expect 2 "bad.hlo:3:13: error: expected ']' to close the dimensions" -- "$bin" parse "$tmp/bad.hlo"
 expect 2 "no such file" -- "$bin" parse "$tmp/missing.hlo"
@@ -60,7 +60,16 @@ expect 2 "error" -- "$bin" reshard --shape 'f32[8]' --from '{devices=[4,1]<=[4]}
 expect 0 "sharding={devices=[2,4]<=[8]}" -- "$bin" partition "$src/corpus/hlo/sharded_matmul.hlo"
 expect 0 "verdict: holds" -- "$bin" check "$src/corpus/hlo/sharded_matmul.hlo"
 expect 2 "bad.hlo:3:13" -- "$bin" check "$tmp/bad.hlo"
+expect 0 "all-reduce-wrong-axis" -- "$bin" fuzz --list-bugs
+expect 0 "failures: 0" -- "$bin" fuzz --cases 30 --seed 7 --out "$tmp/fuzz-clean"
+expect 1 "wrong-result" -- "$bin" fuzz --cases 40 --seed 7 --inject-bug dot-padding-unmasked --out "$tmp/fuzz-bug"
+expect 2 "unknown injected bug" -- "$bin" fuzz --cases 1 --inject-bug no-such-bug
+expect 0 "verdict: holds" -- "$bin" check "$src/corpus/hlo/pipeline_while.hlo"
+expect 0 "proved" -- "$bin" prove rewrites --rule ag-ag-fuse --max-devices 8
 if [ -d "$shared/cases/seed-scatter" ]; then
+  expect 0 "proved" -- "$bin" prove chain "$shared/cases/seed-scatter/gspmd.hlo"
+  expect 1 "refuted" -- "$bin" prove equiv-chain "$shared/cases/seed-scatter/simplified.hlo" "$shared/cases/seed-scatter/gspmd.hlo"
+  expect 0 "4 proved" -- "$bin" prove instructions "$shared/cases/seed-scatter/gspmd.hlo"
   expect 0 "max bytes received per device: 504" -- "$bin" check "$shared/cases/seed-scatter/pre.hlo" --stats
   expect 0 "verdict: holds" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/gspmd.hlo"
   expect 1 "wrong on 48 of 64 devices" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo"

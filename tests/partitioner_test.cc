@@ -257,7 +257,8 @@ ENTRY main {
   EXPECT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
 }
 
-TEST(Partitioner, OpWithoutHandlerTakesFallbackAndStillHolds) {
+TEST(Partitioner, DynamicSliceUpdateAndSortKeepOtherDimsTiled) {
+  // Start indices run out of range (XLA clamps them on the global index).
   fuzz::CheckOutcome o = Check(R"(HloModule s, num_partitions=4
 lt {
   a = s32[] parameter(0)
@@ -266,11 +267,35 @@ lt {
 }
 ENTRY main {
   p = s32[8,6] parameter(0), sharding={devices=[2,2]<=[4]}
-  ROOT s = s32[8,6] sort(p), dimensions={1}, to_apply=lt, sharding={devices=[4,1]<=[4]}
+  u = s32[8,2] parameter(1), sharding={devices=[4,1]<=[4]}
+  i = s32[] parameter(2)
+  j = s32[] parameter(3)
+  ds = s32[8,3] dynamic-slice(p, i, j), dynamic_slice_sizes={8,3}, sharding={devices=[4,1]<=[4]}
+  dus = s32[8,6] dynamic-update-slice(p, u, i, j), sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+  so = s32[8,6] sort(dus), dimensions={1}, to_apply=lt, sharding={devices=[4,1]<=[4]}
+  ROOT t = (s32[8,3], s32[8,6]) tuple(ds, so)
+}
+)");
+  EXPECT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
+  EXPECT_EQ(o.stats.fallbacks(), 0);
+}
+
+TEST(Partitioner, OpWithoutHandlerTakesFallbackAndStillHolds) {
+  fuzz::CheckOutcome o = Check(R"(HloModule s, num_partitions=4
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT c = s32[] add(a, b)
+}
+ENTRY main {
+  p = s32[8,6] parameter(0), sharding={devices=[2,2]<=[4]}
+  z = s32[] constant(0)
+  ROOT w = s32[4,6] reduce-window(p, z), window={size=2x1 stride=2x1}, to_apply=add, sharding={devices=[4,1]<=[4]}
 }
 )");
   EXPECT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
   EXPECT_EQ(o.stats.fallbacks(), 1);
+  EXPECT_EQ(o.stats.fallback_reasons.begin()->first, "reduce-window: no handler for this op");
 }
 
 }  // namespace

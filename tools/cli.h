@@ -55,9 +55,15 @@ int RunSharding(const std::vector<std::string>& args, std::ostream& out, std::os
 int RunRun(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunEquiv(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunProve(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+// `prove rewrites` and `prove instructions` (dispatched from RunProve).
+int RunProveRewrites(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunProveInstructions(const std::vector<std::string>& args, std::ostream& out,
+                         std::ostream& err);
 int RunPartition(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunCheck(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunReshard(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunReduce(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunFuzz(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace spmdcheck::cli
 

@@ -19,6 +19,8 @@ commands:
   partition FILE        the reference SPMD partitioner (--stats: fallbacks and cost)
   check FILE            partition, then check the result with the oracle
   reshard --shape T --from S1 --to S2 --num-partitions N   the cheapest resharding plan
+  reduce FILE --until fails|crash|unsupported -o OUT   shrink a failing module
+  fuzz [--seconds T] [--inject-bug NAME]   generate -> partition -> check campaign
 
 exit codes: 0 holds/success, 1 fails (finding printed), 2 bad input or usage, 3 unknown
 Run `spmdcheck <command> --help` for the flags of a command.
@@ -43,7 +45,8 @@ int main(int argc, char** argv) {
   if (command == "partition") return spmdcheck::cli::RunPartition(args, std::cout, std::cerr);
   if (command == "check") return spmdcheck::cli::RunCheck(args, std::cout, std::cerr);
   if (command == "reshard") return spmdcheck::cli::RunReshard(args, std::cout, std::cerr);
-
+  if (command == "reduce") return spmdcheck::cli::RunReduce(args, std::cout, std::cerr);
+  if (command == "fuzz") return spmdcheck::cli::RunFuzz(args, std::cout, std::cerr);
   std::cerr << "spmdcheck: error: unknown command '" << command << "'\n" << kUsage;
   return spmdcheck::cli::kExitBadInput;
 }

@@ -1,7 +1,9 @@
-// `spmdcheck prove sharding|same|groups|pairs ...`: Z3 proofs about device-id algebra (see
-// docs/prove.md). Prints `proved`, `refuted: <counterexample>` or `unknown: <reason>`.
+// `spmdcheck prove sharding|same|groups|pairs|chain|equiv-chain ...`: Z3 proofs about device-id
+// algebra and collective chains (see docs/prove.md). Prints `proved`, `refuted: <counterexample>`
+// or `unknown: <reason>`.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,12 +15,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "ir/hlo_module.h"
 #include "ir/hlo_parser.h"
 #include "ir/replica_groups.h"
 #include "ir/sharding.h"
+#include "smt/chain_prover.h"
 #include "smt/device_algebra.h"
 #include "smt/proof_result.h"
 #include "tools/cli.h"
+#include "tools/module_loading.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -38,7 +43,15 @@ verbs:
   pairs --from S1 --to S2 --pairs {{s,t},...}
                                     the pairs move every data tile from its holder under S1
                                     to its holder under S2
-  --timeout-ms MS                   per Z3 query (default 10000); a timeout is `unknown`
+  chain FILE [--from X] [--to Y] [--num-partitions N]
+                                    the instructions from X (default: the entry parameters) to
+                                    Y (default: the root) of a partitioned module move data
+                                    exactly as the sharding= annotations of X and Y require,
+                                    for every device, local index and input value
+  equiv-chain A B [--from X] [--to Y] [--num-partitions N]
+                                    the two chains give every device the same values
+  --timeout-ms MS                   per Z3 query (chain, equiv-chain: the whole search;
+                                    default 10000); a timeout is `unknown`
 Prints `proved`, `refuted: <counterexample>` or `unknown: <reason>`.
 Exit code: 0 proved, 1 refuted, 2 bad input, 3 unknown.
 )";
@@ -92,6 +105,57 @@ int Report(const smt::ProofResult& result, std::ostream& out) {
   return VerdictExitCode(result.verdict);
 }
 
+// `--from`/`--to` must name instructions of the entry computation (bad input otherwise).
+absl::Status CheckNames(const HloModule& module, const smt::ChainProofOptions& options,
+                        const std::string& path) {
+  for (const std::string* name : {&options.from, &options.to}) {
+    if (name->empty()) continue;
+    if (module.entry() == nullptr || module.entry()->FindInstruction(*name) == nullptr) {
+      return Invalid(
+          absl::StrCat(path, ": no instruction named '", *name, "' in the entry computation"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int RunChainVerb(const std::string& verb, const Args& args, int64_t timeout, std::ostream& out,
+                 std::ostream& err) {
+  const std::vector<std::string>& pos = args.positional();
+  const size_t want = verb == "chain" ? 1 : 2;
+  if (pos.size() != want) {
+    return BadInput(err, kCommand,
+                    absl::StrCat(verb, ": expected ", want, " file(s), got ", pos.size()));
+  }
+  smt::ChainProofOptions options;
+  options.from = args.Get("--from").value_or("");
+  options.to = args.Get("--to").value_or("");
+  options.timeout_ms = timeout;
+  absl::StatusOr<int64_t> n = args.GetInt("--num-partitions", 0);
+  if (!n.ok()) return BadInput(err, kCommand, n.status().message());
+  if (args.Has("--num-partitions") && *n <= 0) {
+    return BadInput(err, kCommand, "--num-partitions must be positive");
+  }
+  options.num_partitions = *n;
+  std::vector<std::unique_ptr<HloModule>> modules;
+  for (const std::string& path : pos) {
+    absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
+    if (!module.ok()) return BadInput(err, kCommand, module.status().message());
+    absl::Status names = CheckNames(**module, options, path);
+    if (!names.ok()) return BadInput(err, kCommand, names.message());
+    modules.push_back(*std::move(module));
+  }
+  if (verb == "equiv-chain") {
+    return Report(smt::ProveEquivChain(*modules[0], *modules[1], options), out);
+  }
+  const smt::ProofResult result = smt::ProveChain(*modules[0], options);
+  const int code = Report(result, out);
+  if (result.verdict != Verdict::kUnknown) {
+    absl::StatusOr<std::string> meaning = smt::DescribeChain(*modules[0], options);
+    if (meaning.ok()) out << "checked: " << *meaning << "\n";
+  }
+  return code;
+}
+
 }  // namespace
 
 int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
@@ -104,6 +168,9 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     out << kProveHelp;
     return kExitHolds;
   }
+  const std::vector<std::string> verb_args(argv.begin() + 1, argv.end());
+  if (verb == "rewrites") return RunProveRewrites(verb_args, out, err);
+  if (verb == "instructions") return RunProveInstructions(verb_args, out, err);
   std::set<std::string> value_flags = {"--timeout-ms"};
   if (verb == "sharding") {
     value_flags.insert("--num-partitions");
@@ -111,14 +178,17 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     value_flags.insert({"--sharding", "--dims", "--groups"});
   } else if (verb == "pairs") {
     value_flags.insert({"--from", "--to", "--pairs"});
+  } else if (verb == "chain" || verb == "equiv-chain") {
+    value_flags.insert({"--from", "--to", "--num-partitions"});
   } else if (verb != "same") {
     BadInput(err, kCommand,
-             absl::StrCat("unknown verb '", verb, "' (expected sharding, same, groups or pairs)"));
+             absl::StrCat("unknown verb '", verb,
+                          "' (expected sharding, same, groups, pairs, chain, equiv-chain, "
+                          "instructions or rewrites)"));
     err << kProveHelp;
     return kExitBadInput;
   }
-  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-  absl::StatusOr<Args> args = Args::Parse(rest, value_flags, {"--help"});
+  absl::StatusOr<Args> args = Args::Parse(verb_args, value_flags, {"--help"});
   if (!args.ok()) return BadInput(err, kCommand, absl::StrCat(verb, ": ", args.status().message()));
   if (args->Has("--help")) {
     out << kProveHelp;
@@ -127,6 +197,8 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   absl::StatusOr<int64_t> timeout = args->GetInt("--timeout-ms", smt::kDefaultTimeoutMs);
   if (!timeout.ok()) return BadInput(err, kCommand, timeout.status().message());
   if (*timeout <= 0) return BadInput(err, kCommand, "--timeout-ms must be positive");
+  if (verb == "chain" || verb == "equiv-chain")
+    return RunChainVerb(verb, *args, *timeout, out, err);
   const std::vector<std::string>& pos = args->positional();
   const size_t want_positional = verb == "sharding" ? 1 : verb == "same" ? 2 : 0;
   if (pos.size() != want_positional) {

@@ -1,0 +1,62 @@
+// The fuzz campaign the nightly job runs: generate a sharded program, partition it with the
+// reference partitioner, judge it with the oracle; every new failure signature is reduced and
+// written as a replayable repro. Deterministic: case i of seed S is always the same program.
+#ifndef SPMDCHECK_FUZZ_CAMPAIGN_H_
+#define SPMDCHECK_FUZZ_CAMPAIGN_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace spmdcheck::fuzz {
+
+struct CampaignOptions {
+  double seconds = 60;  // Stop after this long (0: no limit).
+  int64_t cases = 0;    // Stop after this many cases (0: no limit).
+  uint64_t seed = 1;
+  int64_t max_devices = 8;
+  std::string inject_bug;  // Empty: none.
+  std::string out_dir = "fuzz-out";
+  int64_t jobs = 1;
+  double reduce_seconds = 10;  // Per new failure.
+};
+
+struct CampaignFailure {
+  std::string signature;  // e.g. `wrong-result.dot` or `crash.reshape`
+  std::string path;       // The reduced repro.
+  int64_t first_case = 0;
+  uint64_t case_seed = 0;
+  int64_t count = 0;  // Cases with this signature.
+  int64_t instructions_before = 0, instructions_after = 0;
+  int64_t devices_before = 0, devices_after = 0;
+  double seconds_to_find = 0;
+  std::string message;
+};
+
+struct CampaignProgress {
+  int64_t cases = 0;
+  int64_t holds = 0;
+  int64_t failures = 0;  // Cases that failed (all signatures).
+  int64_t unsupported = 0;
+  double elapsed = 0;
+};
+
+struct CampaignReport {
+  CampaignProgress progress;
+  std::vector<CampaignFailure> failures;               // Unique signatures, first found first.
+  std::map<std::string, int64_t> unsupported_reasons;  // First line of the reason -> count.
+  std::string ToString() const;
+};
+
+// `progress` is called every few hundred milliseconds (from the calling thread).
+absl::StatusOr<CampaignReport> RunCampaign(
+    const CampaignOptions& options,
+    const std::function<void(const CampaignProgress&)>& progress = {});
+
+}  // namespace spmdcheck::fuzz
+
+#endif  // SPMDCHECK_FUZZ_CAMPAIGN_H_

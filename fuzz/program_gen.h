@@ -1,0 +1,115 @@
+// Program generator: random well-typed global sharded HLO programs (DAGs of 1-30 entry
+// instructions) over what the oracle runs, with random shardings on any subset of instructions.
+//
+// One generator, two drivers. The generator is BuildProgram(): a deterministic builder that
+// interprets a ProgramRecipe (a header and one fixed-size block of choice bytes per step) and
+// emits a valid module whatever the bytes are: every choice is read modulo the number of valid
+// options, so byte value 0 is always the simplest choice. The drivers are
+//   - GenProgram(): a RapidCheck Gen of recipes mapped through BuildProgram; shrinking the recipe
+//     (fewer steps, bytes towards 0, fewer/smaller mesh axes) shrinks the program;
+//   - ProgramFromBytes(): libFuzzer bytes decoded as a recipe (structure-aware fuzzing: a
+//     mutation of one step's bytes changes one step of the program).
+#ifndef SPMDCHECK_FUZZ_PROGRAM_GEN_H_
+#define SPMDCHECK_FUZZ_PROGRAM_GEN_H_
+
+#include <rapidcheck.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "ir/hlo_module.h"
+
+namespace spmdcheck::fuzz {
+
+// What one generation step may emit. The entry instructions a step adds are in parentheses.
+enum class GenOp : uint8_t {
+  kUnary,               // negate / abs (1)
+  kBinary,              // add / multiply / subtract / maximum (1-2)
+  kConvert,             // convert to another element type (1)
+  kCompareSelect,       // compare + select (2-3)
+  kBroadcast,           // (1)
+  kReshape,             // merge / split / insert / remove dims, flatten, refactor (1)
+  kTranspose,           // (1)
+  kSlice,               // (1)
+  kPad,                 // negative, positive and interior padding (2)
+  kConcatenate,         // 2-3 operands (1-3)
+  kReverse,             // (1)
+  kReduce,              // add / max with identity init (2)
+  kDot,                 // batch and contracting dims (1-2)
+  kGather,              // s32 / s64 / u32 indices: parameters or out-of-range constants (2)
+  kScatter,             // add / max combiner (3)
+  kDynamicSlice,        // out-of-range s32 / s64 / u32 start indices (1 + rank)
+  kDynamicUpdateSlice,  // out-of-range start indices (2 + rank)
+  kIota,                // (1)
+  kConstant,            // (1)
+  kParameter,           // (1)
+  kWhile,               // counter-bounded loop over a sharded state (4)
+  kPipeline,            // while loop over a stage-sharded state rotated each trip (5)
+};
+inline constexpr int kNumGenOps = 22;
+absl::string_view GenOpName(GenOp op);
+
+struct ProgramGenOptions {
+  // Entry-computation instructions, root included (1..max). Called computations are extra.
+  int64_t max_instructions = 30;
+  // Mesh of 1-3 axes with at most this many devices (= num_partitions).
+  int64_t max_devices = 8;
+  int64_t max_rank = 4;
+  int64_t max_dim = 8;
+  int64_t max_elements = 1024;  // Per array.
+  int sharding_percent = 50;    // Chance that an instruction gets a sharding.
+  bool allow_manual = false;    // Keep {manual} and manual-subgroup shardings.
+  bool allow_maximal = true;    // Keep {maximal device=d} shardings.
+  // Relative weight of each GenOp (0 disables it).
+  std::array<int, kNumGenOps> op_weights = DefaultOpWeights();
+
+  static std::array<int, kNumGenOps> DefaultOpWeights();
+  // Only elementwise / broadcast / reshape / transpose / reduce / dot / slice (+ parameters,
+  // constants).
+  static std::array<int, kNumGenOps> NarrowOpWeights();
+};
+
+// The choices one program is built from. Bytes missing at the end of a block read as 0.
+inline constexpr size_t kRecipeHeaderBytes = 12;
+inline constexpr size_t kRecipeStepBytes = 24;
+struct ProgramRecipe {
+  std::vector<uint8_t> header;              // Mesh, element type, first parameter, root form.
+  std::vector<std::vector<uint8_t>> steps;  // One block per step.
+};
+void showValue(const ProgramRecipe& recipe, std::ostream& os);
+
+struct GeneratedProgram {
+  std::string hlo_text;  // PrintModule(*module).
+  int64_t num_partitions = 1;
+  int64_t instruction_count = 0;  // Entry computation.
+  std::shared_ptr<const HloModule> module;
+};
+std::ostream& operator<<(std::ostream& os, const GeneratedProgram& program);
+void showValue(const GeneratedProgram& program, std::ostream& os);
+
+// The generator. Fails only on an internal error (a bug in this generator).
+absl::StatusOr<GeneratedProgram> BuildProgram(const ProgramRecipe& recipe,
+                                              const ProgramGenOptions& options = {});
+
+// RapidCheck driver: recipes with 1..max_instructions steps (scaled by the size).
+rc::Gen<ProgramRecipe> GenProgramRecipe(const ProgramGenOptions& options = {});
+// Programs; an internal generator error gives a program with a null module and the error in
+// hlo_text (never silently something else).
+rc::Gen<GeneratedProgram> GenProgram(const ProgramGenOptions& options = {});
+
+// libFuzzer driver: the first kRecipeHeaderBytes bytes are the header, each following
+// kRecipeStepBytes bytes one step (at most max_instructions steps). Deterministic.
+ProgramRecipe RecipeFromBytes(absl::Span<const uint8_t> data, const ProgramGenOptions& options);
+absl::StatusOr<GeneratedProgram> ProgramFromBytes(absl::Span<const uint8_t> data,
+                                                  const ProgramGenOptions& options = {});
+
+}  // namespace spmdcheck::fuzz
+
+#endif  // SPMDCHECK_FUZZ_PROGRAM_GEN_H_

@@ -1,0 +1,110 @@
+// `spmdcheck fuzz [--seconds T] [--cases K] [--seed S] [--max-devices N] [--inject-bug NAME]
+// [--out DIR] [--jobs J] [--list-bugs]`: the generate -> partition -> check campaign (see
+// docs/fuzz.md).
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "fuzz/campaign.h"
+#include "partitioner/injected_bugs.h"
+#include "tools/cli.h"
+
+namespace spmdcheck::cli {
+namespace {
+
+constexpr char kFuzzHelp[] =
+    R"(usage: spmdcheck fuzz [--seconds T] [--cases K] [--seed S] [--max-devices N]
+                      [--inject-bug NAME] [--out DIR] [--jobs J] [--list-bugs]
+
+Generates sharded programs (seeded; case i of seed S is always the same program), partitions
+each with the reference partitioner and checks it with the oracle. Each new failure signature
+is reduced and written as DIR/<signature>.hlo with a header saying how to reproduce it.
+  --seconds T        stop after T seconds (default 60)
+  --cases K          stop after K cases (default: no limit)
+  --seed S           campaign seed (default 1), printed in the summary and every repro
+  --max-devices N    largest mesh (default 8)
+  --inject-bug NAME  switch on an injected partitioner bug (see --list-bugs)
+  --out DIR          where repros go (default fuzz-out)
+  --jobs J           worker threads (default 1)
+  --list-bugs        list the injectable bugs and exit
+Exit codes: 0 no failure, 1 failures found (repros written), 2 bad input.
+)";
+
+}  // namespace
+
+int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<Args> args = Args::Parse(
+      argv, {"--seconds", "--cases", "--seed", "--max-devices", "--inject-bug", "--out", "--jobs"},
+      {"--list-bugs", "--help"});
+  if (!args.ok()) return BadInput(err, "fuzz", args.status().message());
+  if (args->Has("--help")) {
+    out << kFuzzHelp;
+    return kExitHolds;
+  }
+  if (args->Has("--list-bugs")) {
+    for (const partitioner::InjectedBug& bug : partitioner::InjectedBugs()) {
+      out << bug.name << ": " << bug.description << "\n";
+    }
+    return kExitHolds;
+  }
+  if (!args->positional().empty()) {
+    err << kFuzzHelp;
+    return kExitBadInput;
+  }
+  absl::StatusOr<int64_t> seconds = args->GetInt("--seconds", args->Has("--cases") ? 0 : 60);
+  absl::StatusOr<int64_t> cases = args->GetInt("--cases", 0);
+  absl::StatusOr<int64_t> seed = args->GetInt("--seed", 1);
+  absl::StatusOr<int64_t> devices = args->GetInt("--max-devices", 8);
+  absl::StatusOr<int64_t> jobs = args->GetInt("--jobs", 1);
+  for (const auto* value : {&seconds, &cases, &seed, &devices, &jobs}) {
+    if (!value->ok()) return BadInput(err, "fuzz", value->status().message());
+  }
+  if (*seconds < 0 || *cases < 0 || *devices < 1 || *devices > 512 || *jobs < 1 || *jobs > 256) {
+    return BadInput(
+        err, "fuzz",
+        "--seconds/--cases must be >= 0, --max-devices in [1, 512], --jobs in [1, 256]");
+  }
+  fuzz::CampaignOptions options;
+  options.seconds = static_cast<double>(*seconds);
+  options.cases = *cases;
+  options.seed = static_cast<uint64_t>(*seed);
+  options.max_devices = *devices;
+  options.inject_bug = args->Get("--inject-bug").value_or("");
+  options.out_dir = args->Get("--out").value_or("fuzz-out");
+  options.jobs = *jobs;
+  const bool tty = isatty(fileno(stderr)) != 0;
+  double last_log = 0;
+  out << "spmdcheck fuzz: seed " << options.seed << ", max devices " << options.max_devices
+      << (options.inject_bug.empty() ? "" : ", injected bug " + options.inject_bug) << ", "
+      << options.jobs << " job(s)\n";
+  out.flush();
+  absl::StatusOr<fuzz::CampaignReport> report =
+      fuzz::RunCampaign(options, [&](const fuzz::CampaignProgress& p) {
+        const std::string line = absl::StrFormat(
+            "cases %d (%.0f/s), failures %d, unsupported %d, elapsed %.0fs", p.cases,
+            p.elapsed > 0 ? p.cases / p.elapsed : 0.0, p.failures, p.unsupported, p.elapsed);
+        if (tty) {
+          err << "\r" << line << "   " << std::flush;
+        } else if (p.elapsed - last_log >= 5) {
+          last_log = p.elapsed;
+          err << line << "\n";
+        }
+      });
+  if (tty) err << "\n";
+  if (!report.ok()) return BadInput(err, "fuzz", report.status().message());
+  out << report->ToString();
+  out << "reproduce: spmdcheck fuzz --seed " << options.seed << " --max-devices "
+      << options.max_devices
+      << (options.inject_bug.empty() ? "" : " --inject-bug " + options.inject_bug)
+      << (options.cases > 0 ? absl::StrCat(" --cases ", options.cases)
+                            : absl::StrCat(" --seconds ", *seconds))
+      << "\n";
+  return report->failures.empty() ? kExitHolds : kExitFails;
+}
+
+}  // namespace spmdcheck::cli
