@@ -1,4 +1,4 @@
-// dot: three strategies, priced with the cost model, the cheapest wins.
+// dot and convolution: three strategies, priced with the cost model, the cheapest wins.
 //  - lhs-driven: keep the lhs tiling; the rhs takes the same tiling of batch and contracting dims;
 //    if contracting dims are tiled, padding is zeroed on both sides, the local dot gives partial
 //    sums and an all-reduce over the devices that split the contracting dims completes them.
@@ -17,65 +17,71 @@
 namespace spmdcheck::partitioner {
 namespace {
 
-struct DotDims {
-  std::vector<int64_t> lhs_batch, rhs_batch, lhs_contracting, rhs_contracting;
-  std::vector<int64_t> lhs_free, rhs_free;  // In order; output = batch, lhs_free, rhs_free.
+// Roles of the dims of a contraction (dot, or a convolution whose spatial dims stay untiled):
+// batch dims appear in both operands and the result; free dims in one operand and the result;
+// contracting dims in both operands only; local dims (convolution spatial dims) must not be
+// tiled anywhere.
+struct ContractionRoles {
+  std::vector<int64_t> lhs_batch, rhs_batch, out_batch;
+  std::vector<int64_t> lhs_free, out_lhs_free;
+  std::vector<int64_t> rhs_free, out_rhs_free;
+  std::vector<int64_t> lhs_contracting, rhs_contracting;
+  std::vector<int64_t> lhs_local, rhs_local, out_local;
 };
 
-std::vector<int64_t> FreeDims(int64_t rank, const std::vector<int64_t>& batch,
-                              const std::vector<int64_t>& contracting) {
-  std::vector<int64_t> free;
+std::vector<int64_t> Remaining(int64_t rank,
+                               std::initializer_list<const std::vector<int64_t>*> used) {
+  std::vector<int64_t> rest;
   for (int64_t k = 0; k < rank; ++k) {
-    if (std::find(batch.begin(), batch.end(), k) == batch.end() &&
-        std::find(contracting.begin(), contracting.end(), k) == contracting.end()) {
-      free.push_back(k);
+    bool taken = false;
+    for (const std::vector<int64_t>* u : used) {
+      taken = taken || std::find(u->begin(), u->end(), k) != u->end();
     }
+    if (!taken) rest.push_back(k);
   }
-  return free;
+  return rest;
 }
 
-struct DotPlan {
+struct ContractionPlan {
   HloSharding lhs, rhs, result;
   std::vector<int64_t> contracting_tile_dims;  // Of `driver`, for the all-reduce groups.
   std::optional<HloSharding> driver;
   int64_t score = 0;
 };
 
-absl::StatusOr<PartitionedValue> HandleDot(const HloInstruction& instruction,
-                                           PartitionContext& context) {
-  if (!instruction.attrs().dot_dimension_numbers.has_value() || instruction.operand_count() != 2) {
-    return Decline("malformed dot");
-  }
-  const DotDimensionNumbers& dn = *instruction.attrs().dot_dimension_numbers;
+absl::StatusOr<PartitionedValue> PartitionContraction(const HloInstruction& instruction,
+                                                      PartitionContext& context,
+                                                      const ContractionRoles& r) {
   const int64_t n = context.num_partitions();
   const Shape& lhs_shape = instruction.operand(0)->shape();
   const Shape& rhs_shape = instruction.operand(1)->shape();
   const Shape& out = instruction.shape();
-  DotDims d{dn.lhs_batch, dn.rhs_batch, dn.lhs_contracting, dn.rhs_contracting, {}, {}};
-  d.lhs_free = FreeDims(lhs_shape.rank(), d.lhs_batch, d.lhs_contracting);
-  d.rhs_free = FreeDims(rhs_shape.rank(), d.rhs_batch, d.rhs_contracting);
-  const int64_t nb = static_cast<int64_t>(d.lhs_batch.size());
-  const int64_t nl = static_cast<int64_t>(d.lhs_free.size());
   const HloSharding target = context.ShardingOf(&instruction).IsMaximal()
                                  ? HloSharding::Replicate()
                                  : context.ShardingOf(&instruction);
-  std::vector<DotPlan> plans;
+  std::vector<ContractionPlan> plans;
 
-  // Driven by one operand (side 0 = lhs, 1 = rhs).
+  // Driven by one operand (side 0 = lhs, 1 = rhs), its local dims untiled first.
   for (int side = 0; side < 2; ++side) {
-    const HloSharding& s = context.ValueOf(instruction.operand(side)).sharding;
-    if (!s.IsTiled() || ManualSubgroupCount(s) != 1) continue;
+    const HloSharding& current = context.ValueOf(instruction.operand(side)).sharding;
+    if (!current.IsTiled() || ManualSubgroupCount(current) != 1) continue;
     const Shape& own = side == 0 ? lhs_shape : rhs_shape;
     const Shape& other = side == 0 ? rhs_shape : lhs_shape;
-    const std::vector<int64_t>& own_batch = side == 0 ? d.lhs_batch : d.rhs_batch;
-    const std::vector<int64_t>& other_batch = side == 0 ? d.rhs_batch : d.lhs_batch;
-    const std::vector<int64_t>& own_contracting = side == 0 ? d.lhs_contracting : d.rhs_contracting;
+    absl::StatusOr<HloSharding> folded =
+        FoldDims(current, own.rank(), side == 0 ? r.lhs_local : r.rhs_local, n);
+    if (!folded.ok()) continue;
+    const HloSharding s = *folded;
+    const std::vector<int64_t>& own_batch = side == 0 ? r.lhs_batch : r.rhs_batch;
+    const std::vector<int64_t>& other_batch = side == 0 ? r.rhs_batch : r.lhs_batch;
+    const std::vector<int64_t>& own_contracting = side == 0 ? r.lhs_contracting : r.rhs_contracting;
     const std::vector<int64_t>& other_contracting =
-        side == 0 ? d.rhs_contracting : d.lhs_contracting;
-    const std::vector<int64_t>& own_free = side == 0 ? d.lhs_free : d.rhs_free;
+        side == 0 ? r.rhs_contracting : r.lhs_contracting;
+    const std::vector<int64_t>& own_free = side == 0 ? r.lhs_free : r.rhs_free;
+    const std::vector<int64_t>& out_own_free = side == 0 ? r.out_lhs_free : r.out_rhs_free;
     std::vector<int64_t> counts = TileCounts(s, own.rank());
     std::vector<int64_t> other_counts(other.rank(), 1);
-    for (int64_t i = 0; i < nb; ++i) other_counts[other_batch[i]] = counts[own_batch[i]];
+    for (size_t i = 0; i < own_batch.size(); ++i)
+      other_counts[other_batch[i]] = counts[own_batch[i]];
     for (size_t i = 0; i < own_contracting.size(); ++i) {
       other_counts[other_contracting[i]] = counts[own_contracting[i]];
     }
@@ -84,33 +90,31 @@ absl::StatusOr<PartitionedValue> HandleDot(const HloInstruction& instruction,
           DevicePlace p = PlaceOf(s, own.rank(), dev);
           DevicePlace q;
           q.data_index.assign(other.rank(), 0);
-          for (int64_t i = 0; i < nb; ++i)
+          for (size_t i = 0; i < own_batch.size(); ++i) {
             q.data_index[other_batch[i]] = p.data_index[own_batch[i]];
+          }
           for (size_t i = 0; i < own_contracting.size(); ++i) {
             q.data_index[other_contracting[i]] = p.data_index[own_contracting[i]];
           }
           return q;
         });
-    // Result: batch and own free dims tiled as `s`; the other side's free dims untiled.
     std::vector<int64_t> out_counts(out.rank(), 1);
-    auto out_index_of_own_free = [&](size_t i) {
-      return side == 0 ? nb + static_cast<int64_t>(i) : nb + nl + static_cast<int64_t>(i);
-    };
-    for (int64_t i = 0; i < nb; ++i) out_counts[i] = counts[own_batch[i]];
-    for (size_t i = 0; i < own_free.size(); ++i)
-      out_counts[out_index_of_own_free(i)] = counts[own_free[i]];
+    for (size_t i = 0; i < own_batch.size(); ++i) out_counts[r.out_batch[i]] = counts[own_batch[i]];
+    for (size_t i = 0; i < own_free.size(); ++i) out_counts[out_own_free[i]] = counts[own_free[i]];
     absl::StatusOr<HloSharding> result = BuildSharding(out_counts, 1, n, [&](int64_t dev) {
       DevicePlace p = PlaceOf(s, own.rank(), dev);
       DevicePlace q;
       q.data_index.assign(out.rank(), 0);
-      for (int64_t i = 0; i < nb; ++i) q.data_index[i] = p.data_index[own_batch[i]];
+      for (size_t i = 0; i < own_batch.size(); ++i) {
+        q.data_index[r.out_batch[i]] = p.data_index[own_batch[i]];
+      }
       for (size_t i = 0; i < own_free.size(); ++i) {
-        q.data_index[out_index_of_own_free(i)] = p.data_index[own_free[i]];
+        q.data_index[out_own_free[i]] = p.data_index[own_free[i]];
       }
       return q;
     });
     if (!other_sharding.ok() || !result.ok()) continue;
-    DotPlan plan{
+    ContractionPlan plan{
         side == 0 ? s : *other_sharding, side == 0 ? *other_sharding : s, *result, {}, s, 0};
     int64_t group = 1;
     for (int64_t k : own_contracting) {
@@ -119,7 +123,8 @@ absl::StatusOr<PartitionedValue> HandleDot(const HloInstruction& instruction,
         group *= counts[k];
       }
     }
-    plan.score = context.ReshardScore(instruction, 1 - side, *other_sharding);
+    plan.score = context.ReshardScore(instruction, side, s) +
+                 context.ReshardScore(instruction, 1 - side, *other_sharding);
     if (group > 1) {
       plan.score += kAlphaBytes + 2 * (group - 1) * LocalShape(out, *result).ByteSize() / group;
     }
@@ -129,44 +134,45 @@ absl::StatusOr<PartitionedValue> HandleDot(const HloInstruction& instruction,
     plans.push_back(std::move(plan));
   }
 
-  // Driven by the result's tiling.
+  // Driven by the result's tiling (its local dims untiled first).
   if (IsPlannable(target) && ManualSubgroupCount(target) == 1) {
-    std::vector<int64_t> counts = TileCounts(target, out.rank());
-    std::vector<int64_t> lhs_counts(lhs_shape.rank(), 1), rhs_counts(rhs_shape.rank(), 1);
-    for (int64_t i = 0; i < nb; ++i) {
-      lhs_counts[d.lhs_batch[i]] = counts[i];
-      rhs_counts[d.rhs_batch[i]] = counts[i];
-    }
-    for (int64_t i = 0; i < nl; ++i) lhs_counts[d.lhs_free[i]] = counts[nb + i];
-    for (size_t i = 0; i < d.rhs_free.size(); ++i) rhs_counts[d.rhs_free[i]] = counts[nb + nl + i];
-    auto operand_sharding = [&](const Shape& shape, const std::vector<int64_t>& op_counts,
-                                const std::vector<int64_t>& batch, const std::vector<int64_t>& free,
-                                int64_t free_offset) {
-      return BuildSharding(op_counts, 1, n, [&](int64_t dev) {
-        DevicePlace p = PlaceOf(target, out.rank(), dev);
-        DevicePlace q;
-        q.data_index.assign(shape.rank(), 0);
-        for (int64_t i = 0; i < nb; ++i) q.data_index[batch[i]] = p.data_index[i];
-        for (size_t i = 0; i < free.size(); ++i) {
-          q.data_index[free[i]] = p.data_index[free_offset + static_cast<int64_t>(i)];
-        }
-        return q;
-      });
-    };
-    absl::StatusOr<HloSharding> lhs =
-        operand_sharding(lhs_shape, lhs_counts, d.lhs_batch, d.lhs_free, nb);
-    absl::StatusOr<HloSharding> rhs =
-        operand_sharding(rhs_shape, rhs_counts, d.rhs_batch, d.rhs_free, nb + nl);
-    if (lhs.ok() && rhs.ok()) {
-      DotPlan plan{*lhs, *rhs, target, {}, std::nullopt, 0};
-      plan.score =
-          context.ReshardScore(instruction, 0, *lhs) + context.ReshardScore(instruction, 1, *rhs);
-      plans.push_back(std::move(plan));
+    absl::StatusOr<HloSharding> folded = FoldDims(target, out.rank(), r.out_local, n);
+    if (folded.ok()) {
+      const HloSharding t = *folded;
+      std::vector<int64_t> counts = TileCounts(t, out.rank());
+      auto operand_sharding = [&](const Shape& shape, const std::vector<int64_t>& batch,
+                                  const std::vector<int64_t>& free,
+                                  const std::vector<int64_t>& out_free) {
+        std::vector<int64_t> op_counts(shape.rank(), 1);
+        for (size_t i = 0; i < batch.size(); ++i) op_counts[batch[i]] = counts[r.out_batch[i]];
+        for (size_t i = 0; i < free.size(); ++i) op_counts[free[i]] = counts[out_free[i]];
+        return BuildSharding(op_counts, 1, n, [&](int64_t dev) {
+          DevicePlace p = PlaceOf(t, out.rank(), dev);
+          DevicePlace q;
+          q.data_index.assign(shape.rank(), 0);
+          for (size_t i = 0; i < batch.size(); ++i)
+            q.data_index[batch[i]] = p.data_index[r.out_batch[i]];
+          for (size_t i = 0; i < free.size(); ++i)
+            q.data_index[free[i]] = p.data_index[out_free[i]];
+          return q;
+        });
+      };
+      absl::StatusOr<HloSharding> lhs =
+          operand_sharding(lhs_shape, r.lhs_batch, r.lhs_free, r.out_lhs_free);
+      absl::StatusOr<HloSharding> rhs =
+          operand_sharding(rhs_shape, r.rhs_batch, r.rhs_free, r.out_rhs_free);
+      absl::StatusOr<CollectiveCost> move = ReshardCost(out, t, target, n);
+      if (lhs.ok() && rhs.ok() && move.ok()) {
+        ContractionPlan plan{*lhs, *rhs, t, {}, std::nullopt, 0};
+        plan.score = context.ReshardScore(instruction, 0, *lhs) +
+                     context.ReshardScore(instruction, 1, *rhs) + move->Score();
+        plans.push_back(std::move(plan));
+      }
     }
   }
-  if (plans.empty()) return Decline("no tiling to multiply in");
-  const DotPlan* best = &plans[0];
-  for (const DotPlan& p : plans) {
+  if (plans.empty()) return Decline("no tiling to contract in");
+  const ContractionPlan* best = &plans[0];
+  for (const ContractionPlan& p : plans) {
     if (p.score < best->score) best = &p;
   }
   SpmdBuilder& b = context.builder();
@@ -174,13 +180,13 @@ absl::StatusOr<PartitionedValue> HandleDot(const HloInstruction& instruction,
   if (!lhs.ok()) return lhs.status();
   absl::StatusOr<PartitionedValue> rhs = context.OperandAs(instruction, 1, best->rhs);
   if (!rhs.ok()) return rhs.status();
-  PartitionedValue l = *lhs, r = *rhs;
+  PartitionedValue l = *lhs, rv = *rhs;
   if (!best->contracting_tile_dims.empty() && !context.Bug("dot-padding-unmasked")) {
     l = MaskPadding(b, l, 0);
-    r = MaskPadding(b, r, 0);
+    rv = MaskPadding(b, rv, 0);
   }
   HloInstruction* local =
-      context.CloneLocal(instruction, {l.local, r.local}, LocalShape(out, best->result));
+      context.CloneLocal(instruction, {l.local, rv.local}, LocalShape(out, best->result));
   if (!best->contracting_tile_dims.empty()) {
     local = b.AllReduce(local, best->driver->GroupsAlongDims(best->contracting_tile_dims),
                         b.AddReducer(out.element_type()));
@@ -188,10 +194,58 @@ absl::StatusOr<PartitionedValue> HandleDot(const HloInstruction& instruction,
   return PartitionedValue{local, out, best->result};
 }
 
+absl::StatusOr<PartitionedValue> HandleDot(const HloInstruction& instruction,
+                                           PartitionContext& context) {
+  if (!instruction.attrs().dot_dimension_numbers.has_value() || instruction.operand_count() != 2) {
+    return Decline("malformed dot");
+  }
+  const DotDimensionNumbers& dn = *instruction.attrs().dot_dimension_numbers;
+  ContractionRoles r;
+  r.lhs_batch = dn.lhs_batch;
+  r.rhs_batch = dn.rhs_batch;
+  r.lhs_contracting = dn.lhs_contracting;
+  r.rhs_contracting = dn.rhs_contracting;
+  r.lhs_free =
+      Remaining(instruction.operand(0)->shape().rank(), {&r.lhs_batch, &r.lhs_contracting});
+  r.rhs_free =
+      Remaining(instruction.operand(1)->shape().rank(), {&r.rhs_batch, &r.rhs_contracting});
+  int64_t next = 0;
+  for (size_t i = 0; i < r.lhs_batch.size(); ++i) r.out_batch.push_back(next++);
+  for (size_t i = 0; i < r.lhs_free.size(); ++i) r.out_lhs_free.push_back(next++);
+  for (size_t i = 0; i < r.rhs_free.size(); ++i) r.out_rhs_free.push_back(next++);
+  return PartitionContraction(instruction, context, r);
+}
+
+// Convolution without feature or batch groups: batch and feature dims partition like a dot's
+// free and contracting dims; spatial dims stay untiled (no halo exchange yet).
+absl::StatusOr<PartitionedValue> HandleConvolution(const HloInstruction& instruction,
+                                                   PartitionContext& context) {
+  const HloAttributes& attrs = instruction.attrs();
+  if (!attrs.dim_labels.has_value() || instruction.operand_count() != 2) {
+    return Decline("malformed convolution");
+  }
+  if (attrs.feature_group_count.value_or(1) != 1 || attrs.batch_group_count.value_or(1) != 1) {
+    return Decline("grouped convolution");
+  }
+  const ConvolutionDimensionNumbers& d = *attrs.dim_labels;
+  ContractionRoles r;
+  r.lhs_free = {d.input_batch};
+  r.out_lhs_free = {d.output_batch};
+  r.rhs_free = {d.kernel_output_feature};
+  r.out_rhs_free = {d.output_feature};
+  r.lhs_contracting = {d.input_feature};
+  r.rhs_contracting = {d.kernel_input_feature};
+  r.lhs_local = d.input_spatial;
+  r.rhs_local = d.kernel_spatial;
+  r.out_local = d.output_spatial;
+  return PartitionContraction(instruction, context, r);
+}
+
 }  // namespace
 
 void RegisterDotHandlers(HandlerRegistry& registry) {
   registry.Register(HloOpcode::kDot, HandleDot);
+  registry.Register(HloOpcode::kConvolution, HandleConvolution);
 }
 
 }  // namespace spmdcheck::partitioner

@@ -95,6 +95,7 @@ void RegisterReduceHandlers(HandlerRegistry& registry);
 void RegisterDotHandlers(HandlerRegistry& registry);
 void RegisterControlFlowHandlers(HandlerRegistry& registry);
 void RegisterCustomCallHandlers(HandlerRegistry& registry);
+void RegisterIndexingHandlers(HandlerRegistry& registry);
 
 // Shardings built from others (shared by handlers).
 // Replicated for every leaf of `shape`.

@@ -85,6 +85,7 @@ class ModulePartitioner {
     RegisterDotHandlers(registry_);
     RegisterControlFlowHandlers(registry_);
     RegisterCustomCallHandlers(registry_);
+    RegisterIndexingHandlers(registry_);
   }
 
   const PartitionOptions& options() const { return options_; }

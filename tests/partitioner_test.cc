@@ -229,6 +229,47 @@ ENTRY main {
   EXPECT_EQ(c.all_gather, 0);
 }
 
+TEST(Partitioner, BatchShardedConvolutionMovesNoData) {
+  fuzz::CheckOutcome o = Check(R"(HloModule c, num_partitions=4
+ENTRY main {
+  x = s32[8,5,5,3] parameter(0), sharding={devices=[4,1,1,1]<=[4]}
+  k = s32[3,3,3,2] parameter(1), sharding={replicated}
+  ROOT y = s32[8,5,5,2] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, sharding={devices=[4,1,1,1]<=[4]}
+}
+)");
+  ASSERT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
+  EXPECT_EQ(o.stats.fallbacks(), 0);
+  ASSERT_NE(o.partitioned, nullptr);
+  EXPECT_EQ(CountOps(*o.partitioned).collectives, 0);
+}
+
+TEST(Partitioner, GatherPassThroughAndIndexParallelMoveNoOperandData) {
+  // Operand pass-through: dim 1 is neither indexed nor collapsed and is sliced whole.
+  fuzz::CheckOutcome o = Check(R"(HloModule g, num_partitions=4
+ENTRY main {
+  x = s32[9,8] parameter(0), sharding={devices=[1,4]<=[4]}
+  i = s32[5,1] parameter(1), sharding={replicated}
+  ROOT y = s32[5,8] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}, sharding={devices=[1,4]<=[4]}
+}
+)");
+  ASSERT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
+  EXPECT_EQ(o.stats.fallbacks(), 0);
+  ASSERT_NE(o.partitioned, nullptr);
+  EXPECT_EQ(CountOps(*o.partitioned).collectives, 0);
+  // Index-parallel: the indices are tiled like the result's batch dim (out-of-range indices
+  // clamp on the whole operand).
+  o = Check(R"(HloModule g, num_partitions=4
+ENTRY main {
+  x = s32[9,8] parameter(0), sharding={replicated}
+  i = s32[8,1] parameter(1), sharding={devices=[4,1]<=[4]}
+  ROOT y = s32[8,8] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}, sharding={devices=[4,1]<=[4]}
+}
+)");
+  ASSERT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
+  EXPECT_EQ(o.stats.fallbacks(), 0);
+  EXPECT_EQ(CountOps(*o.partitioned).collectives, 0);
+}
+
 TEST(Partitioner, WhileWithShardedStateHolds) {
   fuzz::CheckOutcome o = Check(R"(HloModule w, num_partitions=4
 cond {

@@ -1,0 +1,38 @@
+// libFuzzer target: structure-aware differential fuzzing of the reference partitioner. The bytes
+// drive the program generator (fuzz/program_gen, the same generator the RapidCheck properties
+// and `spmdcheck fuzz` use); the program is partitioned and checked with the oracle. A wrong
+// result or invalid partitioned HLO is a finding.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/types/span.h"
+#include "fuzz/check_pipeline.h"
+#include "fuzz/program_gen.h"
+#include "fuzz/targets/fuzz_common.h"
+
+using spmdcheck::fuzz_targets::FuzzFail;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size > 4096) return 0;
+  spmdcheck::fuzz::ProgramGenOptions gen;
+  absl::StatusOr<spmdcheck::fuzz::GeneratedProgram> program =
+      spmdcheck::fuzz::ProgramFromBytes(absl::MakeConstSpan(data, size), gen);
+  if (!program.ok() || program->module == nullptr) {
+    FuzzFail("generator error", program.ok() ? program->hlo_text : "",
+             program.ok() ? "" : std::string(program.status().message()));
+  }
+  spmdcheck::fuzz::CheckOptions options;
+  options.trials = 1;
+  absl::StatusOr<spmdcheck::fuzz::CheckOutcome> outcome =
+      spmdcheck::fuzz::CheckPartitioning(*program->module, options);
+  if (!outcome.ok()) {
+    FuzzFail("generated program rejected", program->hlo_text,
+             std::string(outcome.status().message()));
+  }
+  if (outcome->status == spmdcheck::fuzz::CheckStatus::kFails ||
+      outcome->status == spmdcheck::fuzz::CheckStatus::kCrash) {
+    FuzzFail("partitioned program differs", program->hlo_text, outcome->message);
+  }
+  return 0;
+}

@@ -1,0 +1,235 @@
+// gather and scatter.
+//  gather: operand pass-through (the operand stays tiled on dims that are neither indexed nor
+//    collapsed and are sliced whole; the result's matching offset dims carry that tiling) or
+//    index-parallel (the indices are tiled like the result's batch dims; the operand whole on
+//    every device). XLA clamps start indices on the global operand, and both plans keep the
+//    indexed dims whole, so clamping is unchanged.
+//  scatter: operand pass-through (operand, updates and result tiled alike on dims that are
+//    neither indexed nor inserted and are updated whole; indices whole on every device).
+// Anything else takes the fallback.
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "partitioner/partition_context.h"
+#include "partitioner/sharding_util.h"
+
+namespace spmdcheck::partitioner {
+namespace {
+
+bool Contains(const std::vector<int64_t>& v, int64_t x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+struct IndexingPlan {
+  std::vector<HloSharding> operands;
+  HloSharding result;
+  int64_t score = 0;
+};
+
+int64_t Score(const HloInstruction& instruction, PartitionContext& context,
+              const IndexingPlan& plan, const HloSharding& target) {
+  int64_t score = 0;
+  for (size_t i = 0; i < plan.operands.size(); ++i) {
+    score += context.ReshardScore(instruction, static_cast<int64_t>(i), plan.operands[i]);
+  }
+  absl::StatusOr<CollectiveCost> move =
+      ReshardCost(instruction.shape(), plan.result, target, context.num_partitions());
+  return move.ok() ? score + move->Score() : int64_t{1} << 60;
+}
+
+absl::StatusOr<PartitionedValue> HandleGather(const HloInstruction& instruction,
+                                              PartitionContext& context) {
+  const HloAttributes& attrs = instruction.attrs();
+  if (!attrs.gather_dimension_numbers.has_value() || !attrs.gather_slice_sizes.has_value() ||
+      instruction.operand_count() != 2 || !instruction.shape().IsArray()) {
+    return Decline("malformed gather");
+  }
+  const GatherDimensionNumbers& g = *attrs.gather_dimension_numbers;
+  if (!g.operand_batching_dims.empty()) return Decline("gather with batching dims");
+  const int64_t n = context.num_partitions();
+  const Shape& operand = instruction.operand(0)->shape();
+  const Shape& indices = instruction.operand(1)->shape();
+  const Shape& out = instruction.shape();
+  const std::vector<int64_t>& sizes = *attrs.gather_slice_sizes;
+  // Output dims: offset dims (operand dims not collapsed, in order) and batch dims (indices dims
+  // but the index vector dim, in order).
+  std::vector<int64_t> operand_of_offset;  // For each offset dim (in order), its operand dim.
+  for (int64_t k = 0; k < operand.rank(); ++k) {
+    if (!Contains(g.collapsed_slice_dims, k)) operand_of_offset.push_back(k);
+  }
+  if (operand_of_offset.size() != g.offset_dims.size()) return Decline("malformed gather");
+  std::vector<int64_t> batch_out, batch_indices;
+  for (int64_t j = 0; j < out.rank(); ++j) {
+    if (!Contains(g.offset_dims, j)) batch_out.push_back(j);
+  }
+  for (int64_t k = 0; k < indices.rank(); ++k) {
+    if (k != g.index_vector_dim) batch_indices.push_back(k);
+  }
+  if (batch_out.size() != batch_indices.size()) return Decline("malformed gather");
+  const HloSharding target = context.ShardingOf(&instruction).IsMaximal()
+                                 ? HloSharding::Replicate()
+                                 : context.ShardingOf(&instruction);
+  std::vector<IndexingPlan> plans;
+  // Operand pass-through.
+  const HloSharding& current = context.ValueOf(instruction.operand(0)).sharding;
+  if (current.IsTiled() && ManualSubgroupCount(current) == 1) {
+    std::vector<int64_t> fold;
+    for (int64_t k = 0; k < operand.rank(); ++k) {
+      const bool passthrough = !Contains(g.collapsed_slice_dims, k) &&
+                               !Contains(g.start_index_map, k) && sizes[k] == operand.dimensions(k);
+      if (!passthrough) fold.push_back(k);
+    }
+    absl::StatusOr<HloSharding> base = FoldDims(current, operand.rank(), fold, n);
+    if (base.ok() && base->IsTiled()) {
+      std::vector<int64_t> counts = TileCounts(*base, operand.rank());
+      std::vector<int64_t> out_counts(out.rank(), 1);
+      for (size_t i = 0; i < operand_of_offset.size(); ++i) {
+        out_counts[g.offset_dims[i]] = counts[operand_of_offset[i]];
+      }
+      absl::StatusOr<HloSharding> result = BuildSharding(out_counts, 1, n, [&](int64_t d) {
+        DevicePlace p = PlaceOf(*base, operand.rank(), d);
+        DevicePlace q;
+        q.data_index.assign(out.rank(), 0);
+        for (size_t i = 0; i < operand_of_offset.size(); ++i) {
+          q.data_index[g.offset_dims[i]] = p.data_index[operand_of_offset[i]];
+        }
+        return q;
+      });
+      if (result.ok()) {
+        IndexingPlan plan{{*base, HloSharding::Replicate()}, *result, 0};
+        plan.score = Score(instruction, context, plan, target);
+        plans.push_back(plan);
+      }
+    }
+  }
+  // Index-parallel, from the target's tiling of the batch dims.
+  if (IsPlannable(target) && ManualSubgroupCount(target) == 1) {
+    absl::StatusOr<HloSharding> t = FoldDims(target, out.rank(), g.offset_dims, n);
+    if (t.ok()) {
+      std::vector<int64_t> counts = TileCounts(*t, out.rank());
+      std::vector<int64_t> index_counts(indices.rank(), 1);
+      for (size_t i = 0; i < batch_out.size(); ++i)
+        index_counts[batch_indices[i]] = counts[batch_out[i]];
+      absl::StatusOr<HloSharding> index_sharding =
+          BuildSharding(index_counts, 1, n, [&](int64_t d) {
+            DevicePlace p = PlaceOf(*t, out.rank(), d);
+            DevicePlace q;
+            q.data_index.assign(indices.rank(), 0);
+            for (size_t i = 0; i < batch_out.size(); ++i) {
+              q.data_index[batch_indices[i]] = p.data_index[batch_out[i]];
+            }
+            return q;
+          });
+      if (index_sharding.ok()) {
+        IndexingPlan plan{{HloSharding::Replicate(), *index_sharding}, *t, 0};
+        plan.score = Score(instruction, context, plan, target);
+        plans.push_back(plan);
+      }
+    }
+  }
+  if (plans.empty()) return Decline("no tiling to gather in");
+  const IndexingPlan* best = &plans[0];
+  for (const IndexingPlan& p : plans) {
+    if (p.score < best->score) best = &p;
+  }
+  std::vector<HloInstruction*> operands;
+  for (int64_t i = 0; i < 2; ++i) {
+    absl::StatusOr<PartitionedValue> v = context.OperandAs(instruction, i, best->operands[i]);
+    if (!v.ok()) return v.status();
+    operands.push_back(v->local);
+  }
+  const Shape local_operand = LocalShape(operand, best->operands[0]);
+  HloInstruction* local =
+      context.CloneLocal(instruction, std::move(operands), LocalShape(out, best->result));
+  std::vector<int64_t> local_sizes = sizes;
+  for (int64_t k = 0; k < operand.rank(); ++k) {
+    if (sizes[k] == operand.dimensions(k)) local_sizes[k] = local_operand.dimensions(k);
+  }
+  local->mutable_attrs().gather_slice_sizes = local_sizes;
+  return PartitionedValue{local, out, best->result};
+}
+
+absl::StatusOr<PartitionedValue> HandleScatter(const HloInstruction& instruction,
+                                               PartitionContext& context) {
+  const HloAttributes& attrs = instruction.attrs();
+  if (!attrs.scatter_dimension_numbers.has_value() || instruction.operand_count() != 3 ||
+      !instruction.shape().IsArray()) {
+    return Decline("variadic or malformed scatter");
+  }
+  const ScatterDimensionNumbers& s = *attrs.scatter_dimension_numbers;
+  if (!s.input_batching_dims.empty()) return Decline("scatter with batching dims");
+  const int64_t n = context.num_partitions();
+  const Shape& operand = instruction.operand(0)->shape();
+  const Shape& updates = instruction.operand(2)->shape();
+  std::vector<int64_t> operand_of_window;  // For each update window dim (in order).
+  for (int64_t k = 0; k < operand.rank(); ++k) {
+    if (!Contains(s.inserted_window_dims, k)) operand_of_window.push_back(k);
+  }
+  if (operand_of_window.size() != s.update_window_dims.size()) return Decline("malformed scatter");
+  const HloSharding& current = context.ValueOf(instruction.operand(0)).sharding;
+  const HloSharding target = context.ShardingOf(&instruction).IsMaximal()
+                                 ? HloSharding::Replicate()
+                                 : context.ShardingOf(&instruction);
+  std::vector<IndexingPlan> plans;
+  for (const HloSharding* from : {&current, &target}) {
+    if (!from->IsTiled() || ManualSubgroupCount(*from) != 1) continue;
+    std::vector<int64_t> fold;
+    for (int64_t k = 0; k < operand.rank(); ++k) {
+      bool passthrough =
+          !Contains(s.inserted_window_dims, k) && !Contains(s.scatter_dims_to_operand_dims, k);
+      if (passthrough) {
+        const size_t w = std::find(operand_of_window.begin(), operand_of_window.end(), k) -
+                         operand_of_window.begin();
+        passthrough = updates.dimensions(s.update_window_dims[w]) == operand.dimensions(k);
+      }
+      if (!passthrough) fold.push_back(k);
+    }
+    absl::StatusOr<HloSharding> base = FoldDims(*from, operand.rank(), fold, n);
+    if (!base.ok() || !base->IsTiled()) continue;
+    std::vector<int64_t> counts = TileCounts(*base, operand.rank());
+    std::vector<int64_t> update_counts(updates.rank(), 1);
+    for (size_t w = 0; w < operand_of_window.size(); ++w) {
+      update_counts[s.update_window_dims[w]] = counts[operand_of_window[w]];
+    }
+    absl::StatusOr<HloSharding> update_sharding =
+        BuildSharding(update_counts, 1, n, [&](int64_t d) {
+          DevicePlace p = PlaceOf(*base, operand.rank(), d);
+          DevicePlace q;
+          q.data_index.assign(updates.rank(), 0);
+          for (size_t w = 0; w < operand_of_window.size(); ++w) {
+            q.data_index[s.update_window_dims[w]] = p.data_index[operand_of_window[w]];
+          }
+          return q;
+        });
+    if (!update_sharding.ok()) continue;
+    IndexingPlan plan{{*base, HloSharding::Replicate(), *update_sharding}, *base, 0};
+    plan.score = Score(instruction, context, plan, target);
+    plans.push_back(plan);
+  }
+  if (plans.empty()) return Decline("no pass-through tiling to scatter in");
+  const IndexingPlan* best = &plans[0];
+  for (const IndexingPlan& p : plans) {
+    if (p.score < best->score) best = &p;
+  }
+  std::vector<HloInstruction*> operands;
+  for (int64_t i = 0; i < 3; ++i) {
+    absl::StatusOr<PartitionedValue> v = context.OperandAs(instruction, i, best->operands[i]);
+    if (!v.ok()) return v.status();
+    operands.push_back(v->local);
+  }
+  HloInstruction* local = context.CloneLocal(instruction, std::move(operands),
+                                             LocalShape(instruction.shape(), best->result));
+  return PartitionedValue{local, instruction.shape(), best->result};
+}
+
+}  // namespace
+
+void RegisterIndexingHandlers(HandlerRegistry& registry) {
+  registry.Register(HloOpcode::kGather, HandleGather);
+  registry.Register(HloOpcode::kScatter, HandleScatter);
+}
+
+}  // namespace spmdcheck::partitioner
