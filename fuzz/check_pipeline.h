@@ -28,7 +28,7 @@ struct CheckOptions {
   int64_t max_elements_per_array = int64_t{1} << 22;
   // With `shrink`: modules with a larger array are shrunk until every array has at most this
   // many elements (small arrays keep 64-device checks fast).
-  int64_t shrink_elements_per_array = int64_t{1} << 16;
+  int64_t shrink_elements_per_array = int64_t{1} << 12;
 };
 
 enum class CheckStatus {

@@ -250,6 +250,18 @@ class ModulePartitioner {
       return PartitionedValue{p, instruction.shape(), target};
     }
     absl::StatusOr<PartitionedValue> value = Decline("no handler for this op");
+    if (target.IsTiled() && target.HasManualSubgroup() && IsCollective(instruction.opcode()) &&
+        instruction.operand_count() == 1 &&
+        instruction.operand(0)->shape().dimensions() == instruction.shape().dimensions()) {
+      // A collective written inside manual subgroups (its groups are global device ids): the
+      // operand takes the instruction's sharding and the collective stays as written.
+      absl::StatusOr<PartitionedValue> operand = context.OperandAs(instruction, 0, target);
+      if (!operand.ok()) return operand.status();
+      ++stats_.handled;
+      return PartitionedValue{context.CloneLocal(instruction, {operand->local},
+                                                 LocalShape(instruction.shape(), target)),
+                              instruction.shape(), target};
+    }
     if (target.IsManual() && instruction.opcode() != HloOpcode::kCustomCall) {
       // Inside a manual region the program is already per device: keep it as written.
       std::vector<HloInstruction*> operands;

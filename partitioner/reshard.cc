@@ -445,8 +445,11 @@ absl::StatusOr<ReshardPlan> PlanArray(const Shape& shape, const HloSharding& fro
       std::vector<ReshardStep> naive;
       std::vector<int64_t> tiled = TiledDims(source, shape.rank());
       HloSharding cur = source;
-      if (ManualSubgroupCount(source) != 1) {
-        return absl::UnimplementedError("resharding values with manual subgroups");
+      // With manual subgroups, gathering stays inside each manual group (the groups only vary
+      // the gathered dims) and the final slice keeps every device in its manual group.
+      if (ManualSubgroupCount(source) != 1 &&
+          ManualSubgroupCount(source) != ManualSubgroupCount(target)) {
+        return absl::UnimplementedError("resharding between different manual subgroups");
       }
       if (!tiled.empty()) {
         absl::StatusOr<AllGatherEffect> effect = AllGatherOver(shape, source, tiled, n);

@@ -15,7 +15,7 @@ commands:
   sharding expand|canon|show|groups S   inspect a sharding
   run FILE              run a module on seeded inputs (one line per device)
   equiv GLOBAL PART     check a partitioned program against the global one
-  prove sharding|same|groups|pairs   Z3 proofs about device ids
+  prove sharding|same|groups|pairs|chain|equiv-chain|instructions|rewrites   Z3 proofs
   partition FILE        the reference SPMD partitioner (--stats: fallbacks and cost)
   check FILE            partition, then check the result with the oracle
   reshard --shape T --from S1 --to S2 --num-partitions N   the cheapest resharding plan

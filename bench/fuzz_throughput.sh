@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Fuzzing throughput (issue 5): cases per second of `spmdcheck fuzz` on one core for the default
+# size distribution, and exec/s of each libFuzzer target when a clang fuzz build exists.
+#   bench/fuzz_throughput.sh [BUILD_DIR] [FUZZ_BUILD_DIR]
+# Defaults: build/ (g++) and build-fuzz/ (clang, -DSPMDCHECK_FUZZ=ON). Numbers depend on load;
+# run on an idle machine.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${1:-$root/build}"
+fuzz_build="${2:-$root/build-fuzz}"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+echo "== spmdcheck fuzz, 1 job, 30 s"
+"$build/tools/spmdcheck" fuzz --seconds 30 --seed 1 --jobs 1 --out "$tmp/out" 2>/dev/null | grep '^cases:'
+if [ -d "$fuzz_build/fuzz" ]; then
+  for target in fuzz_hlo_parser fuzz_sharding_parser fuzz_literal_parser fuzz_partition fuzz_reshard; do
+    bin="$fuzz_build/fuzz/$target"
+    [ -x "$bin" ] || continue
+    mkdir -p "$tmp/$target"
+    cp -r "$root/corpus/$target/." "$tmp/$target/" 2>/dev/null || true
+    line="$("$bin" -max_total_time=10 -print_final_stats=1 "$tmp/$target" 2>&1 | grep -E 'stat::number_of_executed_units|Done [0-9]+ runs' | tail -1)"
+    echo "== $target: $line"
+  done
+else
+  echo "(no clang fuzz build at $fuzz_build: cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DSPMDCHECK_FUZZ=ON)"
+fi
