@@ -34,6 +34,20 @@ class Query {
     params.set("timeout", static_cast<unsigned>(std::clamp<int64_t>(timeout_ms, 1, 1 << 30)));
     solver_.set(params);
   }
+  // For queries over bounded integer digits only: eliminate the defined variables, turn the
+  // bounded integers into bit-vectors and bit-blast to SAT, which decides mixed-radix digit
+  // identities far faster than the arithmetic solver.
+  static Query BitBlasting(z3::context& ctx, int64_t timeout_ms) {
+    z3::tactic tactic = z3::tactic(ctx, "simplify") & z3::tactic(ctx, "solve-eqs") &
+                        z3::tactic(ctx, "propagate-ineqs") & z3::tactic(ctx, "nla2bv") &
+                        z3::tactic(ctx, "simplify") & z3::tactic(ctx, "bit-blast") &
+                        z3::tactic(ctx, "sat");
+    Query q(ctx, tactic.mk_solver());
+    z3::params params(ctx);
+    params.set("timeout", static_cast<unsigned>(std::clamp<int64_t>(timeout_ms, 1, 1 << 30)));
+    q.solver_.set(params);
+    return q;
+  }
   void Add(const z3::expr& e) { solver_.add(e); }
   void Add(const z3::expr_vector& v) {
     for (unsigned i = 0; i < v.size(); ++i) solver_.add(v[i]);
@@ -49,6 +63,7 @@ class Query {
   }
 
  private:
+  Query(z3::context&, z3::solver solver) : solver_(std::move(solver)) {}
   z3::solver solver_;
 };
 
@@ -278,7 +293,8 @@ ProofResult ProveGroups(const HloSharding& sharding, absl::Span<const int64_t> d
                                              " has groups of ", group_size));
   }
   z3::context ctx;
-  Query q(ctx, timeout_ms);
+  Query q = groups.is_iota() && tiles.is_iota() ? Query::BitBlasting(ctx, timeout_ms)
+                                                : Query(ctx, timeout_ms);
   TileEncoding e = EncodeTileAssignment(ctx, tiles, "s", true);
   q.Add(e.constraints);
   std::vector<z3::expr> other_digits, selected_digits;
