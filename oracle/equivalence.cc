@@ -202,7 +202,26 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
   const int64_t n = partitions * replicas;
   report.num_devices = n;
   const InputStyle style = options.float_inputs ? InputStyle::kReals : InputStyle::kSmallIntegers;
-  const bool both_partitioned = SameSignature(first, second) && HasDeviceDependentOps(first);
+  // A program whose parameters and result are all manual has no global view: it is already a
+  // per-device program, so it is compared device by device like two partitioned programs.
+  auto manual_interface = [](const HloModule& m) {
+    auto manual = [](const HloInstruction* i) {
+      if (i == nullptr || !i->sharding().has_value()) return false;
+      const HloSharding& s = *i->sharding();
+      if (s.IsManual()) return true;
+      if (!s.IsTuple() || s.tuple_elements().empty()) return false;
+      for (const HloSharding& e : s.tuple_elements()) {
+        if (!e.IsManual()) return false;
+      }
+      return true;
+    };
+    for (const HloInstruction* p : m.entry()->parameters()) {
+      if (!manual(p)) return false;
+    }
+    return manual(m.entry()->root());
+  };
+  const bool both_partitioned =
+      SameSignature(first, second) && (HasDeviceDependentOps(first) || manual_interface(first));
   report.mode = both_partitioned ? "partitioned vs partitioned" : "global vs partitioned";
 
   std::vector<HloInstruction*> first_params = first.entry()->parameters();
@@ -276,6 +295,7 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
         "drop the flag to give each partition its own shard.");
   }
 
+  int64_t current_trial = 0;
   auto shard_inputs = [&](const std::vector<Literal>& globals,
                           std::vector<std::vector<Literal>>* per_device) -> absl::Status {
     per_device->assign(n, {});
@@ -283,6 +303,17 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
       const int64_t partition = d % partitions;
       for (size_t i = 0; i < globals.size(); ++i) {
         const HloSharding& sharding = ShardingOr(first_params[i], second_params[i]);
+        if (sharding.IsManual() && both_partitioned) {
+          // A manual parameter has no global value: every device gets its own random input
+          // (the same one in both programs), drawn from the trial's seed and the device.
+          std::mt19937_64 device_rng(
+              TrialSeed(options.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(d + 1)),
+                        current_trial * 1000003 + static_cast<int64_t>(i)));
+          const ParameterProfile profile = i < profiles.size() ? profiles[i] : ParameterProfile{};
+          (*per_device)[d].push_back(
+              RandomLiteral(first_params[i]->shape(), profile, style, device_rng));
+          continue;
+        }
         absl::StatusOr<Literal> shard = options.same_input_everywhere
                                             ? ShardOf(globals[i], sharding, 0)
                                             : ShardOf(globals[i], sharding, partition);
@@ -294,6 +325,7 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
   };
 
   for (int64_t trial = 0; trial < options.trials; ++trial) {
+    current_trial = trial;
     std::mt19937_64 rng(TrialSeed(options.seed, trial));
     std::vector<Literal> globals;
     for (size_t i = 0; i < first_params.size(); ++i) {

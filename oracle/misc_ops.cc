@@ -142,6 +142,11 @@ absl::StatusOr<Literal> HandleCustomCall(const HloInstruction& instruction,
   if (target == "SPMDFullToShardShape") {
     // Global view -> this device's shard of the manual region (per the operand's sharding).
     const HloSharding* sharding = OperandSharding(instruction);
+    if (operands.size() == 1 && (sharding == nullptr || sharding->IsReplicated()) &&
+        operands[0]->shape().Compatible(instruction.shape())) {
+      // A replicated value enters the manual region whole on every device.
+      return HandleFirstOperand(instruction, operands, env);
+    }
     if (operands.size() != 1 || sharding == nullptr || !sharding->IsTiled()) {
       return Unsupported(instruction, "SPMDFullToShardShape without a tiled operand sharding");
     }

@@ -211,7 +211,7 @@ class ModulePartitioner {
         pick = chosen.at(i->operand(0));
       } else {
         for (HloInstruction* operand : i->operands()) {
-          if (chosen.at(operand).IsManual()) pick = HloSharding::Manual();
+          if (AllLeavesManual(chosen.at(operand))) pick = ManualLike(shape);
         }
         if (!pick.has_value() && i->opcode() != HloOpcode::kParameter) {
           for (HloInstruction* operand : i->operands()) {
@@ -262,7 +262,12 @@ class ModulePartitioner {
                                                  LocalShape(instruction.shape(), target)),
                               instruction.shape(), target};
     }
-    if (target.IsManual() && instruction.opcode() != HloOpcode::kCustomCall) {
+    const std::string custom_target = instruction.attrs().custom_call_target.value_or("");
+    const bool sharding_custom_call =
+        instruction.opcode() == HloOpcode::kCustomCall &&
+        (custom_target == "Sharding" || custom_target == "SPMDFullToShardShape" ||
+         custom_target == "SPMDShardToFullShape");
+    if (AllLeavesManual(target) && !sharding_custom_call) {
       // Inside a manual region the program is already per device: keep it as written.
       std::vector<HloInstruction*> operands;
       for (const HloInstruction* operand : instruction.operands()) {
@@ -309,6 +314,20 @@ class ModulePartitioner {
     HloInstruction* local =
         context.CloneLocal(instruction, std::move(operands), instruction.shape());
     return PartitionedValue{local, instruction.shape(), ReplicatedLike(instruction.shape())};
+  }
+
+  static HloSharding ManualLike(const Shape& shape) {
+    if (!shape.IsTuple()) return HloSharding::Manual();
+    return HloSharding::Tuple(std::vector<HloSharding>(shape.LeafCount(), HloSharding::Manual()));
+  }
+
+  static bool AllLeavesManual(const HloSharding& s) {
+    if (s.IsManual()) return true;
+    if (!s.IsTuple() || s.tuple_elements().empty()) return false;
+    for (const HloSharding& e : s.tuple_elements()) {
+      if (!e.IsManual()) return false;
+    }
+    return true;
   }
 
   static bool HasManualLeaf(const HloSharding& s) {

@@ -415,6 +415,12 @@ absl::StatusOr<ReshardPlan> PlanArray(const Shape& shape, const HloSharding& fro
                                       const HloSharding& to, int64_t n, bool naive_only) {
   ReshardPlan plan;
   if (from == to) return plan;
+  if (from.IsReplicated() && to.IsManual()) {
+    // Every device holds the whole value: inside a manual region it is the same value on
+    // each device.
+    plan.steps.push_back({ReshardStepKind::kRelabel, {}, to, {}});
+    return plan;
+  }
   if (from.IsManual() || to.IsManual()) {
     return absl::UnimplementedError(
         absl::StrCat("cannot reshard between ", from.ToString(false), " and ", to.ToString(false)));
