@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "partitioner/partition_context.h"
 #include "partitioner/sharding_util.h"
 
@@ -38,6 +39,158 @@ int64_t Score(const HloInstruction& instruction, PartitionContext& context,
   absl::StatusOr<CollectiveCost> move =
       ReshardCost(instruction.shape(), plan.result, target, context.num_partitions());
   return move.ok() ? score + move->Score() : int64_t{1} << 60;
+}
+
+// Trivially sliced operand dims: the operand stays tiled on indexed dims that are sliced to one
+// element. Each device clamps every start index on the global operand (as XLA does), shifts it
+// into its own tile, gathers, zeroes the rows whose element another device holds, and an
+// all-reduce over the devices of those dims puts the rows together. Returns nullopt (the caller
+// tries other strategies) when there is no such dim.
+std::optional<absl::StatusOr<PartitionedValue>> GatherTrivialSlicedDims(
+    const HloInstruction& instruction, PartitionContext& context) {
+  const HloAttributes& attrs = instruction.attrs();
+  const GatherDimensionNumbers& g = *attrs.gather_dimension_numbers;
+  const std::vector<int64_t>& sizes = *attrs.gather_slice_sizes;
+  const int64_t n = context.num_partitions();
+  const Shape& operand = instruction.operand(0)->shape();
+  const Shape& indices = instruction.operand(1)->shape();
+  const Shape& out = instruction.shape();
+  const HloSharding& current = context.ValueOf(instruction.operand(0)).sharding;
+  if (!current.IsTiled() || ManualSubgroupCount(current) != 1) return std::nullopt;
+  if (!IsIntegralType(indices.element_type())) return std::nullopt;
+  std::vector<int64_t> counts = TileCounts(current, operand.rank());
+  std::vector<int64_t> trivial, fold;
+  for (int64_t k = 0; k < operand.rank(); ++k) {
+    const bool indexed = Contains(g.start_index_map, k);
+    if (counts[k] > 1 && indexed && sizes[k] == 1) {
+      trivial.push_back(k);
+    } else if (indexed || Contains(g.collapsed_slice_dims, k) ||
+               sizes[k] != operand.dimensions(k)) {
+      fold.push_back(k);
+    }
+  }
+  if (trivial.empty()) return std::nullopt;
+  const int64_t index_vector_size =
+      g.index_vector_dim == indices.rank() ? 1 : indices.dimensions(g.index_vector_dim);
+  if (index_vector_size <= 0 ||
+      index_vector_size != static_cast<int64_t>(g.start_index_map.size())) {
+    return std::nullopt;
+  }
+  absl::StatusOr<HloSharding> base = FoldDims(current, operand.rank(), fold, n);
+  if (!base.ok()) return std::nullopt;
+  // The result: offset dims tiled like the operand's pass-through dims; the trivially sliced
+  // dims' devices hold the same rows after the all-reduce.
+  std::vector<int64_t> operand_of_offset;
+  for (int64_t k = 0; k < operand.rank(); ++k) {
+    if (!Contains(g.collapsed_slice_dims, k)) operand_of_offset.push_back(k);
+  }
+  std::vector<int64_t> base_counts = TileCounts(*base, operand.rank());
+  std::vector<int64_t> out_counts(out.rank(), 1);
+  for (size_t i = 0; i < operand_of_offset.size(); ++i) {
+    const int64_t k = operand_of_offset[i];
+    if (!Contains(trivial, k)) out_counts[g.offset_dims[i]] = base_counts[k];
+  }
+  absl::StatusOr<HloSharding> result = BuildSharding(out_counts, 1, n, [&](int64_t d) {
+    DevicePlace p = PlaceOf(*base, operand.rank(), d);
+    DevicePlace q;
+    q.data_index.assign(out.rank(), 0);
+    for (size_t i = 0; i < operand_of_offset.size(); ++i) {
+      const int64_t k = operand_of_offset[i];
+      if (!Contains(trivial, k)) q.data_index[g.offset_dims[i]] = p.data_index[k];
+    }
+    return q;
+  });
+  if (!result.ok()) return std::nullopt;
+  absl::StatusOr<PartitionedValue> x = context.OperandAs(instruction, 0, *base);
+  if (!x.ok()) return x.status();
+  absl::StatusOr<PartitionedValue> idx =
+      context.OperandAs(instruction, 1, HloSharding::Replicate());
+  if (!idx.ok()) return idx.status();
+  SpmdBuilder& b = context.builder();
+  const int64_t ivd = g.index_vector_dim;
+  const bool implicit_vector = ivd == indices.rank();
+  // The batch shape of the indices (the index vector dim dropped).
+  std::vector<int64_t> batch_dims;
+  for (int64_t k = 0; k < indices.rank(); ++k) {
+    if (k != ivd) batch_dims.push_back(indices.dimensions(k));
+  }
+  const Shape s64_batch = Shape::Array(PrimitiveType::kS64, batch_dims);
+  // One component of the index vector as an s64 array of the batch shape, and back.
+  auto component = [&](HloInstruction* all, int64_t j) {
+    HloInstruction* c = all;
+    if (!implicit_vector) {
+      std::vector<SliceDim> slice;
+      for (int64_t k = 0; k < indices.rank(); ++k) {
+        slice.push_back(k == ivd ? SliceDim{j, j + 1, 1} : SliceDim{0, indices.dimensions(k), 1});
+      }
+      c = b.Slice(all, slice);
+    }
+    return b.Reshape(b.Convert(c, PrimitiveType::kS64), batch_dims);
+  };
+  const Shape local_operand = LocalShape(operand, *base);
+  std::vector<HloInstruction*> components;
+  const int64_t vector_size = implicit_vector ? 1 : indices.dimensions(ivd);
+  HloInstruction* in_shard = nullptr;
+  for (int64_t j = 0; j < vector_size; ++j) {
+    HloInstruction* c = component(idx->local, j);
+    const int64_t k = g.start_index_map[j];
+    if (Contains(trivial, k)) {
+      std::vector<int64_t> offsets(n);
+      for (int64_t d = 0; d < n; ++d) offsets[d] = RegionOf(*base, operand, d).padded_start[k];
+      HloInstruction* offset =
+          b.Broadcast(b.Convert(b.TableLookup(offsets, absl::StrCat("gather.offset.dim", k)),
+                                PrimitiveType::kS64),
+                      s64_batch, {});
+      auto splat = [&](int64_t v) {
+        return b.Broadcast(b.ConstantScalar(PrimitiveType::kS64, static_cast<double>(v)), s64_batch,
+                           {});
+      };
+      // XLA's clamp on the global operand, then into this tile.
+      HloInstruction* clamped =
+          b.Binary(HloOpcode::kMaximum,
+                   b.Binary(HloOpcode::kMinimum, c, splat(operand.dimensions(k) - 1)), splat(0));
+      HloInstruction* local = b.Binary(HloOpcode::kSubtract, clamped, offset);
+      HloInstruction* inside =
+          b.Binary(HloOpcode::kAnd, b.Compare(local, splat(0), ComparisonDirection::kGe),
+                   b.Compare(local, splat(local_operand.dimensions(k)), ComparisonDirection::kLt));
+      in_shard = in_shard == nullptr ? inside : b.Binary(HloOpcode::kAnd, in_shard, inside);
+      c = b.Binary(HloOpcode::kMaximum,
+                   b.Binary(HloOpcode::kMinimum, local, splat(local_operand.dimensions(k) - 1)),
+                   splat(0));
+    }
+    components.push_back(c);
+  }
+  // Reassemble the index vector in the indices' element type and layout.
+  std::vector<int64_t> with_vector = indices.dimensions();
+  if (implicit_vector) with_vector.push_back(1);
+  const int64_t vector_dim = implicit_vector ? indices.rank() : ivd;
+  std::vector<HloInstruction*> parts;
+  for (HloInstruction* c : components) {
+    std::vector<int64_t> one = with_vector;
+    one[vector_dim] = 1;
+    parts.push_back(b.Reshape(b.Convert(c, indices.element_type()), one));
+  }
+  HloInstruction* new_indices = parts.size() == 1 ? parts[0] : b.Concatenate(parts, vector_dim);
+  new_indices = b.Reshape(new_indices, indices.dimensions());
+  HloInstruction* gathered =
+      context.CloneLocal(instruction, {x->local, new_indices}, LocalShape(out, *result));
+  std::vector<int64_t> local_sizes = sizes;
+  for (int64_t k = 0; k < operand.rank(); ++k) {
+    if (sizes[k] == operand.dimensions(k)) local_sizes[k] = local_operand.dimensions(k);
+  }
+  gathered->mutable_attrs().gather_slice_sizes = local_sizes;
+  // Zero the rows another device holds: the mask over the batch dims, broadcast to the result.
+  std::vector<int64_t> batch_out;
+  for (int64_t j = 0; j < out.rank(); ++j) {
+    if (!Contains(g.offset_dims, j)) batch_out.push_back(j);
+  }
+  const Shape& local_out = gathered->shape();
+  HloInstruction* mask =
+      b.Broadcast(in_shard, Shape::Array(PrimitiveType::kPred, local_out.dimensions()), batch_out);
+  HloInstruction* masked = b.Select(mask, gathered, b.Filled(local_out, 0));
+  HloInstruction* summed =
+      b.AllReduce(masked, base->GroupsAlongDims(trivial), b.AddReducer(out.element_type()));
+  return absl::StatusOr<PartitionedValue>(PartitionedValue{summed, out, *result});
 }
 
 absl::StatusOr<PartitionedValue> HandleGather(const HloInstruction& instruction,
@@ -130,11 +283,21 @@ absl::StatusOr<PartitionedValue> HandleGather(const HloInstruction& instruction,
       }
     }
   }
-  if (plans.empty()) return Decline("no tiling to gather in");
-  const IndexingPlan* best = &plans[0];
+  const IndexingPlan* best = plans.empty() ? nullptr : &plans[0];
   for (const IndexingPlan& p : plans) {
     if (p.score < best->score) best = &p;
   }
+  // The trivially-sliced strategy moves only result rows (an all-reduce); take it when the
+  // other plans would move operand data.
+  const int64_t operand_bytes =
+      LocalShape(operand, context.ValueOf(instruction.operand(0)).sharding).ByteSize();
+  if (best == nullptr || best->score > operand_bytes) {
+    if (std::optional<absl::StatusOr<PartitionedValue>> trivial =
+            GatherTrivialSlicedDims(instruction, context)) {
+      return *trivial;
+    }
+  }
+  if (best == nullptr) return Decline("no tiling to gather in");
   std::vector<HloInstruction*> operands;
   for (int64_t i = 0; i < 2; ++i) {
     absl::StatusOr<PartitionedValue> v = context.OperandAs(instruction, i, best->operands[i]);

@@ -231,6 +231,11 @@ HloInstruction* SpmdBuilder::Binary(HloOpcode opcode, HloInstruction* a, HloInst
              HloOpcodeString(opcode));
 }
 
+HloInstruction* SpmdBuilder::Convert(HloInstruction* x, PrimitiveType type) {
+  if (x->shape().element_type() == type) return x;
+  return Add(HloOpcode::kConvert, Shape::Array(type, x->shape().dimensions()), {x}, "convert");
+}
+
 HloInstruction* SpmdBuilder::Select(HloInstruction* pred, HloInstruction* on_true,
                                     HloInstruction* on_false) {
   return Add(HloOpcode::kSelect, WithDims(on_true->shape(), on_true->shape().dimensions()),
@@ -241,8 +246,10 @@ HloInstruction* SpmdBuilder::Concatenate(std::vector<HloInstruction*> parts, int
   std::vector<int64_t> dims = parts[0]->shape().dimensions();
   dims[dim] = 0;
   for (HloInstruction* p : parts) dims[dim] += p->shape().dimensions(dim);
-  HloInstruction* out = Add(HloOpcode::kConcatenate, WithDims(parts[0]->shape(), dims),
-                            std::move(parts), "concatenate");
+  // The shape is computed before `parts` is moved into the instruction.
+  Shape shape = WithDims(parts[0]->shape(), dims);
+  HloInstruction* out =
+      Add(HloOpcode::kConcatenate, std::move(shape), std::move(parts), "concatenate");
   out->mutable_attrs().dimensions = std::vector<int64_t>{dim};
   return out;
 }

@@ -88,6 +88,7 @@ class SpmdBuilder {
   HloInstruction* Iota(const Shape& shape, int64_t dim);
   HloInstruction* Compare(HloInstruction* a, HloInstruction* b, ComparisonDirection direction);
   HloInstruction* Binary(HloOpcode opcode, HloInstruction* a, HloInstruction* b);
+  HloInstruction* Convert(HloInstruction* x, PrimitiveType type);
   HloInstruction* Select(HloInstruction* pred, HloInstruction* on_true, HloInstruction* on_false);
   HloInstruction* Concatenate(std::vector<HloInstruction*> parts, int64_t dim);
   HloInstruction* Tuple(std::vector<HloInstruction*> elements);

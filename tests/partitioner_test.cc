@@ -270,6 +270,23 @@ ENTRY main {
   EXPECT_EQ(CountOps(*o.partitioned).collectives, 0);
 }
 
+TEST(Partitioner, GatherOnTriviallySlicedTiledDimAllReducesRowsInsteadOfGatheringOperand) {
+  // The operand is tiled on the indexed dim; indices run out of range (clamped globally).
+  fuzz::CheckOutcome o = Check(R"(HloModule g, num_partitions=4
+ENTRY main {
+  x = s32[10,8] parameter(0), sharding={devices=[4,1]<=[4]}
+  i = s32[6,1] parameter(1), sharding={replicated}
+  ROOT y = s32[6,8] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}, sharding={replicated}
+}
+)");
+  ASSERT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
+  EXPECT_EQ(o.stats.fallbacks(), 0);
+  ASSERT_NE(o.partitioned, nullptr);
+  Counts c = CountOps(*o.partitioned);
+  EXPECT_EQ(c.all_reduce, 1);
+  EXPECT_EQ(c.all_gather, 0);
+}
+
 TEST(Partitioner, WhileWithShardedStateHolds) {
   fuzz::CheckOutcome o = Check(R"(HloModule w, num_partitions=4
 cond {
