@@ -315,6 +315,80 @@ absl::StatusOr<PartitionedValue> HandleGather(const HloInstruction& instruction,
   return PartitionedValue{local, out, best->result};
 }
 
+// True when `computation` is add(parameter 0, parameter 1) (either order).
+bool IsAddOfParameters(const HloComputation* computation) {
+  if (computation == nullptr || computation->root() == nullptr) return false;
+  const HloInstruction* root = computation->root();
+  if (root->opcode() != HloOpcode::kAdd || root->operand_count() != 2) return false;
+  const HloInstruction* a = root->operand(0);
+  const HloInstruction* b = root->operand(1);
+  return a->opcode() == HloOpcode::kParameter && b->opcode() == HloOpcode::kParameter &&
+         a->parameter_number() + b->parameter_number() == 1;
+}
+
+// Index-parallel scatter with an add combiner: updates and indices stay tiled along the scatter
+// (batch) dims; each device scatters its updates into zeros (padding rows masked to zero, so
+// they add nothing), an all-reduce sums the devices' contributions, and the operand is added.
+// Only when the updates are tiled on batch dims (otherwise nothing is saved over the fallback).
+std::optional<absl::StatusOr<PartitionedValue>> ScatterIndexParallel(
+    const HloInstruction& instruction, PartitionContext& context) {
+  const ScatterDimensionNumbers& s = *instruction.attrs().scatter_dimension_numbers;
+  if (!IsAddOfParameters(instruction.called_computation("to_apply"))) return std::nullopt;
+  const Shape& out = instruction.shape();
+  if (out.element_type() == PrimitiveType::kPred) return std::nullopt;
+  const int64_t n = context.num_partitions();
+  const Shape& indices = instruction.operand(1)->shape();
+  const Shape& updates = instruction.operand(2)->shape();
+  const HloSharding& current = context.ValueOf(instruction.operand(2)).sharding;
+  if (!current.IsTiled() || ManualSubgroupCount(current) != 1) return std::nullopt;
+  absl::StatusOr<HloSharding> update_sharding =
+      FoldDims(current, updates.rank(), s.update_window_dims, n);
+  if (!update_sharding.ok() || !update_sharding->IsTiled()) return std::nullopt;
+  std::vector<int64_t> update_batch, index_batch;
+  for (int64_t k = 0; k < updates.rank(); ++k) {
+    if (!Contains(s.update_window_dims, k)) update_batch.push_back(k);
+  }
+  for (int64_t k = 0; k < indices.rank(); ++k) {
+    if (k != s.index_vector_dim) index_batch.push_back(k);
+  }
+  if (update_batch.size() != index_batch.size()) return std::nullopt;
+  std::vector<int64_t> counts = TileCounts(*update_sharding, updates.rank());
+  std::vector<int64_t> index_counts(indices.rank(), 1);
+  for (size_t i = 0; i < update_batch.size(); ++i)
+    index_counts[index_batch[i]] = counts[update_batch[i]];
+  absl::StatusOr<HloSharding> index_sharding = BuildSharding(index_counts, 1, n, [&](int64_t d) {
+    DevicePlace p = PlaceOf(*update_sharding, updates.rank(), d);
+    DevicePlace q;
+    q.data_index.assign(indices.rank(), 0);
+    for (size_t i = 0; i < update_batch.size(); ++i) {
+      q.data_index[index_batch[i]] = p.data_index[update_batch[i]];
+    }
+    return q;
+  });
+  if (!index_sharding.ok()) return std::nullopt;
+  std::vector<int64_t> tiled_batch;
+  for (int64_t k : update_batch) {
+    if (counts[k] > 1) tiled_batch.push_back(k);
+  }
+  if (tiled_batch.empty()) return std::nullopt;
+  absl::StatusOr<PartitionedValue> operand =
+      context.OperandAs(instruction, 0, HloSharding::Replicate());
+  if (!operand.ok()) return operand.status();
+  absl::StatusOr<PartitionedValue> idx = context.OperandAs(instruction, 1, *index_sharding);
+  if (!idx.ok()) return idx.status();
+  absl::StatusOr<PartitionedValue> upd = context.OperandAs(instruction, 2, *update_sharding);
+  if (!upd.ok()) return upd.status();
+  SpmdBuilder& b = context.builder();
+  PartitionedValue masked_updates = MaskPadding(b, *upd, 0);
+  HloInstruction* zeros = b.Filled(out, 0);
+  HloInstruction* partial =
+      context.CloneLocal(instruction, {zeros, idx->local, masked_updates.local}, out);
+  HloInstruction* summed = b.AllReduce(partial, update_sharding->GroupsAlongDims(tiled_batch),
+                                       b.AddReducer(out.element_type()));
+  HloInstruction* result = b.Binary(HloOpcode::kAdd, operand->local, summed);
+  return absl::StatusOr<PartitionedValue>(PartitionedValue{result, out, HloSharding::Replicate()});
+}
+
 absl::StatusOr<PartitionedValue> HandleScatter(const HloInstruction& instruction,
                                                PartitionContext& context) {
   const HloAttributes& attrs = instruction.attrs();
@@ -372,7 +446,13 @@ absl::StatusOr<PartitionedValue> HandleScatter(const HloInstruction& instruction
     plan.score = Score(instruction, context, plan, target);
     plans.push_back(plan);
   }
-  if (plans.empty()) return Decline("no pass-through tiling to scatter in");
+  if (plans.empty()) {
+    if (std::optional<absl::StatusOr<PartitionedValue>> parallel =
+            ScatterIndexParallel(instruction, context)) {
+      return *parallel;
+    }
+    return Decline("no pass-through tiling to scatter in");
+  }
   const IndexingPlan* best = &plans[0];
   for (const IndexingPlan& p : plans) {
     if (p.score < best->score) best = &p;

@@ -287,6 +287,29 @@ ENTRY main {
   EXPECT_EQ(c.all_gather, 0);
 }
 
+TEST(Partitioner, IndexParallelScatterAddKeepsUpdatesTiled) {
+  // Updates tiled (unevenly) along the scatter dim; duplicate and out-of-range indices.
+  fuzz::CheckOutcome o = Check(R"(HloModule s, num_partitions=4
+add {
+  a = s32[] parameter(0)
+  b = s32[] parameter(1)
+  ROOT c = s32[] add(a, b)
+}
+ENTRY main {
+  x = s32[9,4] parameter(0), sharding={replicated}
+  i = s32[7,1] parameter(1), sharding={devices=[4,1]<=[4]}
+  u = s32[7,4] parameter(2), sharding={devices=[4,1]<=[4]}
+  ROOT y = s32[9,4] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add, sharding={replicated}
+}
+)");
+  ASSERT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
+  EXPECT_EQ(o.stats.fallbacks(), 0);
+  ASSERT_NE(o.partitioned, nullptr);
+  Counts c = CountOps(*o.partitioned);
+  EXPECT_EQ(c.all_reduce, 1);
+  EXPECT_EQ(c.all_gather, 0);
+}
+
 TEST(Partitioner, WhileWithShardedStateHolds) {
   fuzz::CheckOutcome o = Check(R"(HloModule w, num_partitions=4
 cond {
