@@ -20,24 +20,6 @@ bool IsCollectivePermute(HloOpcode opcode) {
   return opcode == HloOpcode::kCollectivePermute || opcode == HloOpcode::kCollectivePermuteStart;
 }
 
-bool IsGroupedCollective(HloOpcode opcode) {
-  switch (opcode) {
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllReduceStart:
-    case HloOpcode::kAllGather:
-    case HloOpcode::kAllGatherStart:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kAllToAll:
-    case HloOpcode::kRaggedAllToAll:
-    case HloOpcode::kCollectiveBroadcast:
-    case HloOpcode::kCollectivePermute:
-    case HloOpcode::kCollectivePermuteStart:
-      return true;
-    default:
-      return false;
-  }
-}
-
 absl::string_view IdKind(GroupMode mode) {
   switch (mode) {
     case GroupMode::kCrossReplica:
@@ -102,7 +84,7 @@ absl::StatusOr<GroupMode> GroupModeOf(const HloInstruction& instruction) {
 
 absl::StatusOr<std::vector<std::vector<int64_t>>> CollectiveGroups(
     const HloInstruction& instruction, int64_t num_partitions, int64_t replica_count) {
-  if (!IsGroupedCollective(instruction.opcode())) {
+  if (!IsCollective(instruction.opcode())) {
     return InstructionError(instruction, "not a collective with participant groups");
   }
   if (num_partitions < 1 || replica_count < 1) {

@@ -101,24 +101,6 @@ void AccumulateDeviceBytes(const HloInstruction& instruction, int64_t num_partit
   }
 }
 
-bool CountsAsCollective(const HloInstruction& instruction) {
-  switch (instruction.opcode()) {
-    case HloOpcode::kAllGather:
-    case HloOpcode::kAllGatherStart:
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllReduceStart:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kAllToAll:
-    case HloOpcode::kRaggedAllToAll:
-    case HloOpcode::kCollectiveBroadcast:
-    case HloOpcode::kCollectivePermute:
-    case HloOpcode::kCollectivePermuteStart:
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 CollectiveCost& CollectiveCost::operator+=(const CollectiveCost& other) {
@@ -137,7 +119,7 @@ std::string CollectiveCost::ToString() const {
 
 CollectiveCost CostOfInstruction(const HloInstruction& instruction, int64_t num_partitions) {
   CollectiveCost cost;
-  if (!CountsAsCollective(instruction) || num_partitions <= 0) return cost;
+  if (!IsCollective(instruction.opcode()) || num_partitions <= 0) return cost;
   std::vector<int64_t> recv(num_partitions, 0), send(num_partitions, 0);
   AccumulateDeviceBytes(instruction, num_partitions, recv, send);
   cost.collectives = 1;
@@ -156,7 +138,7 @@ ModuleCost CostOfModule(const HloModule& module, int64_t num_partitions) {
   cost.send_bytes_per_device.assign(n, 0);
   for (const auto& computation : module.computations()) {
     for (const auto& instruction : computation->instructions()) {
-      if (!CountsAsCollective(*instruction)) continue;
+      if (!IsCollective(instruction->opcode())) continue;
       ++cost.total.collectives;
       if (instruction->opcode() == HloOpcode::kCollectivePermute ||
           instruction->opcode() == HloOpcode::kCollectivePermuteStart) {
