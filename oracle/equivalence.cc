@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "ir/hlo_parser.h"
+#include "ir/holds_comment.h"
 #include "ir/tile_assignment.h"
 #include "oracle/engine.h"
 #include "oracle/inputs.h"
@@ -141,31 +142,10 @@ absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(const HloModule& glob
                                   : first_line;
     for (int64_t line = first_line;
          line >= 1 && line <= last_line && line <= static_cast<int64_t>(lines.size()); ++line) {
-      absl::string_view text = lines[line - 1];
-      const size_t comment = text.find("//");
-      if (comment == absl::string_view::npos) continue;
-      absl::string_view note = text.substr(comment + 2);
-      const size_t at = note.find("holds=");
-      if (at == absl::string_view::npos) continue;
-      absl::string_view rest = note.substr(at + 6);
-      const size_t end = rest.find_first_of(" \t");
-      Claim c{std::string(rest.substr(0, end)), HloSharding::Replicate()};
-      bool has_sharding = false;
-      const size_t sharding_at = rest.find("sharding=");
-      if (sharding_at != absl::string_view::npos) {
-        absl::string_view value = rest.substr(sharding_at + 9);
-        int depth = 0;
-        size_t stop = 0;
-        for (; stop < value.size(); ++stop) {
-          if (value[stop] == '{') ++depth;
-          if (value[stop] == '}' && --depth == 0) break;
-        }
-        absl::StatusOr<HloSharding> parsed = ParseSharding(value.substr(0, stop + 1));
-        if (parsed.ok()) {
-          c.sharding = *std::move(parsed);
-          has_sharding = true;
-        }
-      }
+      std::optional<HoldsComment> note = ParseHoldsComment(lines[line - 1]);
+      if (!note.has_value()) continue;
+      Claim c{note->holds, note->sharding.value_or(HloSharding::Replicate())};
+      const bool has_sharding = note->sharding.has_value();
       if (!has_sharding) {
         if (!instruction.sharding().has_value()) continue;
         c.sharding = *instruction.sharding();

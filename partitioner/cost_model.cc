@@ -44,9 +44,31 @@ std::vector<std::vector<int64_t>> PartitionGroups(const HloInstruction& instruct
   return groups;
 }
 
+// The charge for `bytes` moving between partitions a and b.
+int64_t Weighted(const DomainWeights* weights, int64_t a, int64_t b, int64_t bytes) {
+  if (weights == nullptr) return bytes;
+  const auto domain = [&](int64_t d) {
+    return d < static_cast<int64_t>(weights->domain_of.size()) ? weights->domain_of[d] : -1 - d;
+  };
+  return domain(a) == domain(b) ? bytes : bytes * weights->cross_factor;
+}
+
+// `bytes` a device of `group` exchanges, spread evenly over its peers, weighted.
+int64_t WeightedGroupBytes(const DomainWeights* weights, const std::vector<int64_t>& group,
+                           int64_t device, int64_t bytes) {
+  if (weights == nullptr || group.size() < 2) return bytes;
+  const int64_t peers = static_cast<int64_t>(group.size()) - 1;
+  int64_t total = 0;
+  for (int64_t peer : group) {
+    if (peer != device) total += Weighted(weights, device, peer, bytes);
+  }
+  return total / peers;
+}
+
 // Fills per-device receive/send bytes of one collective.
 void AccumulateDeviceBytes(const HloInstruction& instruction, int64_t num_partitions,
-                           std::vector<int64_t>& recv, std::vector<int64_t>& send) {
+                           std::vector<int64_t>& recv, std::vector<int64_t>& send,
+                           const DomainWeights* weights = nullptr) {
   const int64_t b = OperandBytes(instruction);
   switch (instruction.opcode()) {
     case HloOpcode::kCollectivePermute:
@@ -54,8 +76,9 @@ void AccumulateDeviceBytes(const HloInstruction& instruction, int64_t num_partit
       if (!instruction.attrs().source_target_pairs.has_value()) return;
       for (const auto& [source, target] : *instruction.attrs().source_target_pairs) {
         if (source == target) continue;
-        if (target < num_partitions) recv[target] += b;
-        if (source < num_partitions) send[source] += b;
+        const int64_t w = Weighted(weights, source, target, b);
+        if (target < num_partitions) recv[target] += w;
+        if (source < num_partitions) send[source] += w;
       }
       return;
     }
@@ -63,9 +86,11 @@ void AccumulateDeviceBytes(const HloInstruction& instruction, int64_t num_partit
       for (const auto& group : PartitionGroups(instruction, num_partitions)) {
         for (size_t i = 0; i < group.size(); ++i) {
           if (i == 0) {
-            send[group[i]] += b * static_cast<int64_t>(group.size() - 1);
+            for (size_t j = 1; j < group.size(); ++j) {
+              send[group[i]] += Weighted(weights, group[0], group[j], b);
+            }
           } else {
-            recv[group[i]] += b;
+            recv[group[i]] += Weighted(weights, group[0], group[i], b);
           }
         }
       }
@@ -95,8 +120,9 @@ void AccumulateDeviceBytes(const HloInstruction& instruction, int64_t num_partit
         return;
     }
     for (int64_t d : group) {
-      recv[d] += bytes;
-      send[d] += bytes;
+      const int64_t w = WeightedGroupBytes(weights, group, d, bytes);
+      recv[d] += w;
+      send[d] += w;
     }
   }
 }
@@ -131,7 +157,8 @@ CollectiveCost CostOfInstruction(const HloInstruction& instruction, int64_t num_
   return cost;
 }
 
-ModuleCost CostOfModule(const HloModule& module, int64_t num_partitions) {
+ModuleCost CostOfModule(const HloModule& module, int64_t num_partitions,
+                        const DomainWeights* weights) {
   ModuleCost cost;
   const int64_t n = std::max<int64_t>(num_partitions, 1);
   cost.recv_bytes_per_device.assign(n, 0);
@@ -144,8 +171,8 @@ ModuleCost CostOfModule(const HloModule& module, int64_t num_partitions) {
           instruction->opcode() == HloOpcode::kCollectivePermuteStart) {
         ++cost.total.collective_permutes;
       }
-      AccumulateDeviceBytes(*instruction, n, cost.recv_bytes_per_device,
-                            cost.send_bytes_per_device);
+      AccumulateDeviceBytes(*instruction, n, cost.recv_bytes_per_device, cost.send_bytes_per_device,
+                            weights);
     }
   }
   cost.total.max_recv_bytes =

@@ -42,6 +42,13 @@ struct CollectiveCost {
 // `num_partitions` maps replica groups to devices.
 CollectiveCost CostOfInstruction(const HloInstruction& instruction, int64_t num_partitions);
 
+// Which domain (host, slice) each partition is in, and the factor a byte that crosses domains is
+// charged instead of 1. Group collectives spread a device's traffic evenly over its peers.
+struct DomainWeights {
+  std::vector<int64_t> domain_of;  // Per partition id; ids beyond it are their own domain.
+  int64_t cross_factor = 1;
+};
+
 // Per-device totals over every collective in the module (entry and called computations once
 // each; loop bodies are counted once, not per trip).
 struct ModuleCost {
@@ -49,7 +56,9 @@ struct ModuleCost {
   std::vector<int64_t> recv_bytes_per_device;
   std::vector<int64_t> send_bytes_per_device;
 };
-ModuleCost CostOfModule(const HloModule& module, int64_t num_partitions);
+// With `weights`, bytes between partitions of different domains count cross_factor times.
+ModuleCost CostOfModule(const HloModule& module, int64_t num_partitions,
+                        const DomainWeights* weights = nullptr);
 
 }  // namespace spmdcheck::partitioner
 

@@ -135,17 +135,8 @@ absl::StatusOr<PartitionedValue> HandleTranspose(const HloInstruction& instructi
     if (operand.ok()) choices.push_back({target, {*operand}});
   }
   const HloSharding& current = context.ValueOf(instruction.operand(0)).sharding;
-  if (IsPlannable(current) && ManualSubgroupCount(current) == 1) {
-    std::vector<int64_t> in_counts = TileCounts(current, rank), counts(rank, 1);
-    for (int64_t j = 0; j < rank; ++j) counts[j] = in_counts[perm[j]];
-    absl::StatusOr<HloSharding> result = BuildSharding(counts, 1, n, [&](int64_t device) {
-      DevicePlace p = PlaceOf(current, rank, device);
-      DevicePlace q;
-      q.data_index.assign(rank, 0);
-      for (int64_t j = 0; j < rank; ++j) q.data_index[j] = p.data_index[perm[j]];
-      return q;
-    });
-    if (result.ok()) choices.push_back({*result, {current}});
+  if (std::optional<HloSharding> result = TransposedSharding(current, perm, n)) {
+    choices.push_back({*result, {current}});
   }
   std::optional<Choice> best = Cheapest(instruction, context, choices);
   if (!best.has_value()) return Decline("no tiling to transpose in");
@@ -154,55 +145,13 @@ absl::StatusOr<PartitionedValue> HandleTranspose(const HloInstruction& instructi
 
 // ---- reshape ----
 
-// For each output dim, the input dim whose tiling it can carry (nullopt: must stay untiled),
-// found by splitting both dim lists into runs of equal element count. A tiled output dim maps to
-// an input dim when the run is 1:1, or when it is the major dim of a split (or the input dim is
-// the major dim of a merge) and the tile count divides it.
-struct ReshapeDimMap {
-  std::vector<std::optional<int64_t>> out_to_in;
-};
-
-ReshapeDimMap MapReshapeDims(const Shape& in, const Shape& out) {
-  ReshapeDimMap map;
-  map.out_to_in.assign(out.rank(), std::nullopt);
-  int64_t i = 0, j = 0;
-  while (i < in.rank() && j < out.rank()) {
-    // Skip size-1 dims (they carry no tiling).
-    if (in.dimensions(i) == 1) {
-      ++i;
-      continue;
-    }
-    if (out.dimensions(j) == 1) {
-      ++j;
-      continue;
-    }
-    // Grow the run until both sides hold the same element count.
-    int64_t i_end = i + 1, j_end = j + 1;
-    int64_t in_count = in.dimensions(i), out_count = out.dimensions(j);
-    while (in_count != out_count) {
-      if (in_count < out_count) {
-        if (i_end >= in.rank()) return map;
-        in_count *= in.dimensions(i_end++);
-      } else {
-        if (j_end >= out.rank()) return map;
-        out_count *= out.dimensions(j_end++);
-      }
-    }
-    // The major dims of the run correspond.
-    map.out_to_in[j] = i;
-    i = i_end;
-    j = j_end;
-  }
-  return map;
-}
-
 absl::StatusOr<PartitionedValue> HandleReshape(const HloInstruction& instruction,
                                                PartitionContext& context) {
   const int64_t n = context.num_partitions();
   const Shape& out = instruction.shape();
   const Shape& in = instruction.operand(0)->shape();
   if (!out.IsArray() || !in.IsArray()) return Decline("malformed");
-  ReshapeDimMap map = MapReshapeDims(in, out);
+  const std::vector<std::optional<int64_t>> out_to_in = ReshapeDimMap(in, out);
   std::vector<Choice> choices;
   auto divisible = [](int64_t size, int64_t count) { return count == 1 || size % count == 0; };
   // A tiling of the output all of whose tiled dims map to input dims (and vice versa).
@@ -212,8 +161,8 @@ absl::StatusOr<PartitionedValue> HandleReshape(const HloInstruction& instruction
     std::vector<int64_t> in_counts(in.rank(), 1);
     for (int64_t j = 0; j < out.rank(); ++j) {
       if (counts[j] == 1) continue;
-      if (!map.out_to_in[j].has_value()) return std::nullopt;
-      const int64_t i = *map.out_to_in[j];
+      if (!out_to_in[j].has_value()) return std::nullopt;
+      const int64_t i = *out_to_in[j];
       const bool one_to_one = in.dimensions(i) == out.dimensions(j);
       if (!one_to_one &&
           (!divisible(out.dimensions(j), counts[j]) || !divisible(in.dimensions(i), counts[j]))) {
@@ -226,7 +175,7 @@ absl::StatusOr<PartitionedValue> HandleReshape(const HloInstruction& instruction
       DevicePlace q;
       q.data_index.assign(in.rank(), 0);
       for (int64_t j = 0; j < out.rank(); ++j) {
-        if (counts[j] > 1) q.data_index[*map.out_to_in[j]] = p.data_index[j];
+        if (counts[j] > 1) q.data_index[*out_to_in[j]] = p.data_index[j];
       }
       return q;
     });
@@ -241,33 +190,8 @@ absl::StatusOr<PartitionedValue> HandleReshape(const HloInstruction& instruction
   if (std::optional<Choice> c = try_pair(target)) choices.push_back(*c);
   // From the operand's tiling.
   const HloSharding& current = context.ValueOf(instruction.operand(0)).sharding;
-  if (IsPlannable(current) && ManualSubgroupCount(current) == 1) {
-    std::vector<int64_t> in_counts = TileCounts(current, in.rank());
-    std::vector<int64_t> counts(out.rank(), 1);
-    bool ok = true;
-    for (int64_t i = 0; i < in.rank(); ++i) {
-      if (in_counts[i] == 1) continue;
-      auto it = std::find(map.out_to_in.begin(), map.out_to_in.end(), std::optional<int64_t>(i));
-      if (it == map.out_to_in.end()) {
-        ok = false;
-        break;
-      }
-      counts[it - map.out_to_in.begin()] = in_counts[i];
-    }
-    if (ok) {
-      absl::StatusOr<HloSharding> result = BuildSharding(counts, 1, n, [&](int64_t device) {
-        DevicePlace p = PlaceOf(current, in.rank(), device);
-        DevicePlace q;
-        q.data_index.assign(out.rank(), 0);
-        for (int64_t j = 0; j < out.rank(); ++j) {
-          if (counts[j] > 1) q.data_index[j] = p.data_index[*map.out_to_in[j]];
-        }
-        return q;
-      });
-      if (result.ok()) {
-        if (std::optional<Choice> c = try_pair(*result)) choices.push_back(*c);
-      }
-    }
+  if (std::optional<HloSharding> result = ReshapedSharding(in, out, current, n)) {
+    if (std::optional<Choice> c = try_pair(*result)) choices.push_back(*c);
   }
   choices.push_back({HloSharding::Replicate(), {HloSharding::Replicate()}});
   std::optional<Choice> best = Cheapest(instruction, context, choices);

@@ -265,8 +265,10 @@ std::optional<HloSharding> SliceableTarget(const Shape& shape, const HloSharding
   for (int64_t c : counts) tiles *= c;
   const int64_t replicas = n_devices / tiles;
   // Valid range [start, limit) of tile index t along dim k under `to`.
+  std::vector<HeldRegion> held_by(n_devices);
+  for (int64_t d = 0; d < n_devices; ++d) held_by[d] = RegionOf(from, shape, d);
   auto tile_fits = [&](int64_t d, const std::vector<int64_t>& index) {
-    HeldRegion held = RegionOf(from, shape, d);
+    const HeldRegion& held = held_by[d];
     for (int64_t k = 0; k < rank; ++k) {
       const int64_t size = shape.dimensions(k);
       const int64_t per = (size + counts[k] - 1) / counts[k];
@@ -277,6 +279,8 @@ std::optional<HloSharding> SliceableTarget(const Shape& shape, const HloSharding
     return true;
   };
   std::vector<int64_t> capacity(tiles, replicas);
+  std::vector<std::vector<int64_t>> tile_index(tiles);
+  for (int64_t t = 0; t < tiles; ++t) tile_index[t] = MultiIndex(counts, t);
   std::vector<std::optional<std::vector<int64_t>>> assigned(n_devices);
   for (int64_t d = 0; d < n_devices; ++d) {
     DevicePlace own = PlaceOf(to, rank, d);
@@ -290,7 +294,7 @@ std::optional<HloSharding> SliceableTarget(const Shape& shape, const HloSharding
     if (assigned[d].has_value()) continue;
     for (int64_t t = 0; t < tiles && !assigned[d].has_value(); ++t) {
       if (capacity[t] == 0) continue;
-      std::vector<int64_t> index = MultiIndex(counts, t);
+      const std::vector<int64_t>& index = tile_index[t];
       if (tile_fits(d, index)) {
         --capacity[t];
         assigned[d] = index;

@@ -184,3 +184,80 @@ bool IsPlannable(const HloSharding& sharding) {
 }
 
 }  // namespace spmdcheck::partitioner
+
+namespace spmdcheck::partitioner {
+
+std::vector<std::optional<int64_t>> ReshapeDimMap(const Shape& in, const Shape& out) {
+  std::vector<std::optional<int64_t>> out_to_in(out.rank(), std::nullopt);
+  int64_t i = 0, j = 0;
+  while (i < in.rank() && j < out.rank()) {
+    if (in.dimensions(i) == 1) {
+      ++i;
+      continue;
+    }
+    if (out.dimensions(j) == 1) {
+      ++j;
+      continue;
+    }
+    // Grow the run until both sides hold the same element count.
+    int64_t i_end = i + 1, j_end = j + 1;
+    int64_t in_count = in.dimensions(i), out_count = out.dimensions(j);
+    while (in_count != out_count) {
+      if (in_count < out_count) {
+        if (i_end >= in.rank()) return out_to_in;
+        in_count *= in.dimensions(i_end++);
+      } else {
+        if (j_end >= out.rank()) return out_to_in;
+        out_count *= out.dimensions(j_end++);
+      }
+    }
+    out_to_in[j] = i;
+    i = i_end;
+    j = j_end;
+  }
+  return out_to_in;
+}
+
+std::optional<HloSharding> ReshapedSharding(const Shape& in, const Shape& out,
+                                            const HloSharding& operand, int64_t num_devices) {
+  if (!IsPlannable(operand) || ManualSubgroupCount(operand) != 1) return std::nullopt;
+  const std::vector<std::optional<int64_t>> out_to_in = ReshapeDimMap(in, out);
+  const std::vector<int64_t> in_counts = TileCounts(operand, in.rank());
+  std::vector<int64_t> counts(out.rank(), 1);
+  for (int64_t i = 0; i < in.rank(); ++i) {
+    if (in_counts[i] == 1) continue;
+    auto it = std::find(out_to_in.begin(), out_to_in.end(), std::optional<int64_t>(i));
+    if (it == out_to_in.end()) return std::nullopt;
+    counts[it - out_to_in.begin()] = in_counts[i];
+  }
+  absl::StatusOr<HloSharding> result = BuildSharding(counts, 1, num_devices, [&](int64_t device) {
+    DevicePlace p = PlaceOf(operand, in.rank(), device);
+    DevicePlace q;
+    q.data_index.assign(out.rank(), 0);
+    for (int64_t j = 0; j < out.rank(); ++j) {
+      if (counts[j] > 1) q.data_index[j] = p.data_index[*out_to_in[j]];
+    }
+    return q;
+  });
+  if (!result.ok()) return std::nullopt;
+  return *std::move(result);
+}
+
+std::optional<HloSharding> TransposedSharding(const HloSharding& operand,
+                                              absl::Span<const int64_t> perm, int64_t num_devices) {
+  if (!IsPlannable(operand) || ManualSubgroupCount(operand) != 1) return std::nullopt;
+  const int64_t rank = static_cast<int64_t>(perm.size());
+  std::vector<int64_t> in_counts = TileCounts(operand, rank), counts(rank, 1);
+  for (int64_t j = 0; j < rank; ++j) counts[j] = in_counts[perm[j]];
+  absl::StatusOr<HloSharding> result = BuildSharding(counts, 1, num_devices, [&](int64_t device) {
+    DevicePlace p = PlaceOf(operand, rank, device);
+    DevicePlace q;
+    q.data_index.assign(rank, 0);
+    for (int64_t j = 0; j < rank; ++j) q.data_index[j] = p.data_index[perm[j]];
+    return q;
+  });
+  if (!result.ok()) return std::nullopt;
+  return *std::move(result);
+}
+
+}  // namespace spmdcheck::partitioner

@@ -65,6 +65,20 @@ HloSharding ElementSharding(const HloSharding& sharding, const Shape& shape, int
 // The (flat) tuple sharding of a tuple of `shape` whose elements have `elements`.
 HloSharding TupleSharding(const Shape& shape, const std::vector<HloSharding>& elements);
 
+// For each output dim of a reshape, the input dim whose tiling it can carry (nullopt: it must stay
+// untiled), found by splitting both dim lists into runs of equal element count: the major dims
+// of a run correspond (size-1 dims carry nothing).
+std::vector<std::optional<int64_t>> ReshapeDimMap(const Shape& in, const Shape& out);
+
+// The sharding of a reshape's result computed locally from an operand under `operand` (every
+// tiled input dim carried by an output dim), or nullopt. Divisibility is the caller's check.
+std::optional<HloSharding> ReshapedSharding(const Shape& in, const Shape& out,
+                                            const HloSharding& operand, int64_t num_devices);
+
+// The sharding of transpose(x, perm) computed locally from x under `operand`, or nullopt.
+std::optional<HloSharding> TransposedSharding(const HloSharding& operand,
+                                              absl::Span<const int64_t> perm, int64_t num_devices);
+
 // True for shardings the planner moves data for (replicated, tiled incl. partial replication);
 // maximal and manual are handled separately.
 bool IsPlannable(const HloSharding& sharding);

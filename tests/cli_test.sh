@@ -66,6 +66,13 @@ expect 1 "wrong-result" -- "$bin" fuzz --cases 40 --seed 7 --inject-bug dot-padd
 expect 2 "unknown injected bug" -- "$bin" fuzz --cases 1 --inject-bug no-such-bug
 expect 0 "verdict: holds" -- "$bin" check "$src/corpus/hlo/pipeline_while.hlo"
 expect 0 "proved" -- "$bin" prove rewrites --rule ag-ag-fuse --max-devices 8
+expect 1 "proved [consecutive-permutes]" -- "$bin" lint "$src/corpus/lint/wasteful/03_two_permutes.hlo"
+expect 0 "0 proved finding(s)" -- "$bin" lint "$src/corpus/lint/good/02_a2a_dim0_to_dim1.hlo"
+expect 1 '"status": "proved"' -- "$bin" lint "$src/corpus/lint/wasteful/01_ag_ds_own_tile.hlo" --format json
+expect 1 '"version": "2.1.0"' -- "$bin" lint "$src/corpus/lint/wasteful/01_ag_ds_own_tile.hlo" --format sarif
+expect 2 "--format must be" -- "$bin" lint "$src/corpus/lint/good/02_a2a_dim0_to_dim1.hlo" --format xml
+expect 2 "--topology" -- "$bin" lint "$src/corpus/lint/good/02_a2a_dim0_to_dim1.hlo" --topology nodes=3
+expect 2 "bad.hlo:3:13" -- "$bin" lint "$tmp/bad.hlo"
 if [ -d "$shared/cases/seed-scatter" ]; then
   expect 0 "proved" -- "$bin" prove chain "$shared/cases/seed-scatter/gspmd.hlo"
   expect 1 "refuted" -- "$bin" prove equiv-chain "$shared/cases/seed-scatter/simplified.hlo" "$shared/cases/seed-scatter/gspmd.hlo"
@@ -73,6 +80,9 @@ if [ -d "$shared/cases/seed-scatter" ]; then
   expect 0 "max bytes received per device: 504" -- "$bin" check "$shared/cases/seed-scatter/pre.hlo" --stats
   expect 0 "verdict: holds" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/gspmd.hlo"
   expect 1 "wrong on 48 of 64 devices" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo"
+  expect 1 "T(0,2,1) last_tile_dim_replicate}" -- "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo"
+  expect 1 "with topology" -- "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo" --topology nodes=8
+  expect 1 "incorrect [incorrect-chain]" -- "$bin" lint "$shared/cases/seed-scatter/simplified.hlo" --global "$shared/cases/seed-scatter/pre.hlo"
   expect 0 "UNSOUND" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo" --same-input-everywhere
 fi
 echo "$pass passed, $failures failed"

@@ -21,6 +21,8 @@ commands:
   reshard --shape T --from S1 --to S2 --num-partitions N   the cheapest resharding plan
   reduce FILE --until fails|crash|unsupported -o OUT   shrink a failing module
   fuzz [--seconds T] [--inject-bug NAME]   generate -> partition -> check campaign
+  lint FILE [--global PRE] [--topology SPEC] [--format text|json|sarif]
+                        wasteful collective chains, with cheaper replacements proved equal
 
 exit codes: 0 holds/success, 1 fails (finding printed), 2 bad input or usage, 3 unknown
 Run `spmdcheck <command> --help` for the flags of a command.
@@ -47,6 +49,7 @@ int main(int argc, char** argv) {
   if (command == "reshard") return spmdcheck::cli::RunReshard(args, std::cout, std::cerr);
   if (command == "reduce") return spmdcheck::cli::RunReduce(args, std::cout, std::cerr);
   if (command == "fuzz") return spmdcheck::cli::RunFuzz(args, std::cout, std::cerr);
+  if (command == "lint") return spmdcheck::cli::RunLint(args, std::cout, std::cerr);
   std::cerr << "spmdcheck: error: unknown command '" << command << "'\n" << kUsage;
   return spmdcheck::cli::kExitBadInput;
 }

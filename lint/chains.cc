@@ -1,0 +1,232 @@
+#include "lint/chains.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "ir/hlo_printer.h"
+#include "ir/holds_comment.h"
+
+namespace spmdcheck::lint {
+namespace {
+
+// Operands that are indices or predicates (integer plumbing), not data.
+bool IsIndexOperand(const HloInstruction& h, int64_t i) {
+  switch (h.opcode()) {
+    case HloOpcode::kDynamicSlice:
+      return i >= 1;
+    case HloOpcode::kDynamicUpdateSlice:
+      return i >= 2;
+    case HloOpcode::kSelect:
+      return i == 0;
+    case HloOpcode::kPad:
+      return i == 1;
+    default:
+      return false;
+  }
+}
+
+bool HasSideEffectOrOpaqueValue(HloOpcode op) {
+  switch (op) {
+    case HloOpcode::kParameter:
+    case HloOpcode::kRng:
+    case HloOpcode::kRngBitGenerator:
+    case HloOpcode::kInfeed:
+    case HloOpcode::kRecv:
+    case HloOpcode::kRecvDone:
+    case HloOpcode::kCustomCall:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+bool IsDataMovement(HloOpcode opcode) {
+  switch (opcode) {
+    case HloOpcode::kCopy:
+    case HloOpcode::kBitcast:
+    case HloOpcode::kReshape:
+    case HloOpcode::kTranspose:
+    case HloOpcode::kSlice:
+    case HloOpcode::kPad:
+    case HloOpcode::kConcatenate:
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kDynamicSlice:
+    case HloOpcode::kDynamicUpdateSlice:
+    case HloOpcode::kSelect:
+    case HloOpcode::kAllGather:
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kReduceScatter:
+    case HloOpcode::kAllToAll:
+    case HloOpcode::kCollectivePermute:
+    case HloOpcode::kCollectiveBroadcast:
+      return true;
+    default:
+      return false;
+  }
+}
+
+LineComments ParseLineComments(absl::string_view source_text) {
+  LineComments comments;
+  int64_t line = 0;
+  for (absl::string_view text : absl::StrSplit(source_text, '\n')) {
+    ++line;
+    if (std::optional<HoldsComment> comment = ParseHoldsComment(text)) {
+      comments[line] = *std::move(comment);
+    }
+  }
+  return comments;
+}
+
+ChainSplit SplitIntoChains(const HloModule& module) {
+  ChainSplit split;
+  const HloComputation* entry = module.entry();
+  if (entry == nullptr) return split;
+  const std::vector<HloInstruction*> order = entry->PostOrder();
+  absl::flat_hash_map<const HloInstruction*, bool> data;
+  // Integer values that depend on the partition (offset tables, masks): what makes a
+  // dynamic-slice, dynamic-update-slice or select the partitioner's data movement rather than an
+  // op of the global program.
+  absl::flat_hash_map<const HloInstruction*, bool> per_partition;
+  absl::flat_hash_map<const HloInstruction*, std::vector<const HloInstruction*>> users;
+  for (const HloInstruction* h : order) {
+    bool is_data = HasSideEffectOrOpaqueValue(h->opcode());
+    bool varies = h->opcode() == HloOpcode::kPartitionId || h->opcode() == HloOpcode::kReplicaId;
+    for (const HloInstruction* operand : h->operands()) {
+      is_data |= data[operand];
+      varies |= per_partition[operand];
+      users[operand].push_back(h);
+    }
+    data[h] = is_data;
+    per_partition[h] = varies && !is_data;
+  }
+  // Members: data movement with exactly one data operand. An all-reduce or reduce-scatter
+  // moves data only when its operand was masked or placed (select, dynamic-update-slice, pad)
+  // within the run; otherwise it sums partial results and starts a new value.
+  absl::flat_hash_map<const HloInstruction*, bool> member;
+  absl::flat_hash_map<const HloInstruction*, bool> masked;
+  absl::flat_hash_map<const HloInstruction*, const HloInstruction*> data_operand;
+  for (const HloInstruction* h : order) {
+    if (!data[h] || !IsDataMovement(h->opcode()) || !h->shape().IsArray()) continue;
+    const HloInstruction* operand = nullptr;
+    int64_t data_operands = 0;
+    bool index_is_data = false;
+    for (int64_t i = 0; i < h->operand_count(); ++i) {
+      if (!data[h->operand(i)]) continue;
+      if (IsIndexOperand(*h, i)) {
+        index_is_data = true;
+        continue;
+      }
+      ++data_operands;
+      operand = h->operand(i);
+    }
+    if (data_operands != 1 || index_is_data || !operand->shape().IsArray()) continue;
+    if (h->opcode() == HloOpcode::kDynamicSlice || h->opcode() == HloOpcode::kDynamicUpdateSlice ||
+        h->opcode() == HloOpcode::kSelect) {
+      bool partition_dependent = false;
+      for (int64_t i = 0; i < h->operand_count(); ++i) {
+        if (!data[h->operand(i)] && per_partition[h->operand(i)]) partition_dependent = true;
+      }
+      if (!partition_dependent) continue;
+    }
+    // A reduction over groups of one device sums nothing: it only copies.
+    bool singleton = h->attrs().replica_groups.has_value() && !h->attrs().replica_groups->empty();
+    if (singleton) {
+      for (const auto& group : h->attrs().replica_groups->groups()) singleton &= group.size() == 1;
+    }
+    const bool reduces =
+        (h->opcode() == HloOpcode::kAllReduce || h->opcode() == HloOpcode::kReduceScatter) &&
+        !singleton;
+    const bool operand_masked = member[operand] && masked[operand];
+    if (reduces && !operand_masked) continue;
+    member[h] = true;
+    data_operand[h] = operand;
+    masked[h] = operand_masked || h->opcode() == HloOpcode::kSelect ||
+                h->opcode() == HloOpcode::kDynamicUpdateSlice || h->opcode() == HloOpcode::kPad;
+  }
+  // Each member's run source: follow data operands back to the first non-member.
+  absl::flat_hash_map<const HloInstruction*, const HloInstruction*> source_of;
+  for (const HloInstruction* h : order) {
+    if (!member[h]) continue;
+    const HloInstruction* operand = data_operand[h];
+    source_of[h] = member[operand] ? source_of[operand] : operand;
+  }
+  for (const HloInstruction* h : order) {
+    if (!member[h]) continue;
+    bool leaves = h == entry->root();
+    for (const HloInstruction* user : users[h]) leaves |= !member[user];
+    if (!leaves) continue;
+    Chain chain;
+    chain.source = source_of[h];
+    chain.end = h;
+    // The closure: everything `h` needs, stopping at the source.
+    absl::flat_hash_set<const HloInstruction*> needed;
+    std::vector<const HloInstruction*> stack = {h};
+    bool foreign = false;
+    while (!stack.empty()) {
+      const HloInstruction* x = stack.back();
+      stack.pop_back();
+      if (x == chain.source || !needed.insert(x).second) continue;
+      if (data[x] && !member[x]) foreign = true;
+      for (const HloInstruction* operand : x->operands()) stack.push_back(operand);
+    }
+    if (foreign) continue;
+    for (const HloInstruction* x : order) {
+      if (!needed.contains(x)) continue;
+      chain.closure.push_back(x);
+      if (member[x]) chain.members.push_back(x);
+      if (IsCollective(x->opcode())) ++chain.collectives;
+    }
+    if (chain.collectives == 0) continue;
+    if (!chain.source->sharding().has_value() && chain.source->opcode() != HloOpcode::kParameter) {
+      split.notes.push_back(absl::StrCat("chain ", chain.source->name(), " -> ", h->name(),
+                                         ": the source has no sharding annotation"));
+      continue;
+    }
+    if (!h->sharding().has_value()) {
+      split.notes.push_back(absl::StrCat("chain ", chain.source->name(), " -> ", h->name(),
+                                         ": the end has no sharding annotation"));
+      continue;
+    }
+    split.chains.push_back(std::move(chain));
+  }
+  return split;
+}
+
+std::string ChainModuleText(
+    const HloModule& module, const Chain& chain, int64_t num_partitions,
+    const absl::flat_hash_map<const HloInstruction*, std::string>& overrides) {
+  PrintOptions options;
+  options.print_metadata = false;
+  std::string text = absl::StrCat("HloModule chain_", chain.end->name(),
+                                  ", num_partitions=", num_partitions, "\n\n");
+  for (const auto& computation : module.computations()) {
+    if (computation.get() == module.entry()) continue;
+    absl::StrAppend(&text, PrintComputation(*computation, false, options), "\n\n");
+  }
+  absl::StrAppend(&text, "ENTRY chain {\n  ", chain.source->name(), " = ",
+                  chain.source->shape().ToString(), " parameter(0)");
+  if (chain.source->sharding().has_value()) {
+    absl::StrAppend(&text, ", sharding=", chain.source->sharding()->ToString(false));
+  }
+  absl::StrAppend(&text, "\n");
+  for (const HloInstruction* h : chain.closure) {
+    auto it = overrides.find(h);
+    absl::StrAppend(&text, "  ", h == chain.end ? "ROOT " : "",
+                    it != overrides.end() ? it->second : PrintInstruction(*h, options), "\n");
+  }
+  absl::StrAppend(&text, "}\n");
+  return text;
+}
+
+}  // namespace spmdcheck::lint

@@ -1,0 +1,56 @@
+// Splitting a partitioned module into chains: maximal runs of data movement and collectives
+// between values with known shardings, and the module text of one chain on its own.
+#ifndef SPMDCHECK_LINT_CHAINS_H_
+#define SPMDCHECK_LINT_CHAINS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ir/hlo_module.h"
+#include "ir/holds_comment.h"
+#include "ir/sharding.h"
+
+namespace spmdcheck::lint {
+
+// The `// holds=NAME sharding={...}` comments of a dump, by source line.
+using LineComments = absl::flat_hash_map<int64_t, HoldsComment>;
+LineComments ParseLineComments(absl::string_view source_text);
+
+// One chain: `source` (a parameter or a computing instruction, with a known sharding) flows
+// through `members` (data movement and collectives, program order) to `end`.
+struct Chain {
+  const HloInstruction* source = nullptr;
+  const HloInstruction* end = nullptr;
+  std::vector<const HloInstruction*> members;  // Data-carrying instructions, `end` last.
+  // Every instruction the chain needs besides the source (members and the integer plumbing:
+  // partition-id, offset tables, masks), in program order.
+  std::vector<const HloInstruction*> closure;
+  int64_t collectives = 0;
+};
+
+struct ChainSplit {
+  std::vector<Chain> chains;
+  std::vector<std::string> notes;  // Runs that are not chains, and why.
+};
+
+// Chains of the entry computation that contain at least one collective.
+ChainSplit SplitIntoChains(const HloModule& module);
+
+// True for the opcodes a chain may contain.
+bool IsDataMovement(HloOpcode opcode);
+
+// A module holding just `chain`: parameter 0 is the source (same name, local shape and
+// sharding), the root is the end; the called computations of the module come along.
+// `overrides` replaces the statements of some instructions (same name, new text without ROOT).
+std::string ChainModuleText(
+    const HloModule& module, const Chain& chain, int64_t num_partitions,
+    const absl::flat_hash_map<const HloInstruction*, std::string>& overrides = {});
+
+}  // namespace spmdcheck::lint
+
+#endif  // SPMDCHECK_LINT_CHAINS_H_

@@ -1,0 +1,539 @@
+#include "lint/lint.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/hlo_parser.h"
+#include "ir/hlo_printer.h"
+#include "lint/chains.h"
+#include "lint/patterns.h"
+#include "lint/search.h"
+#include "smt/chain_model.h"
+#include "smt/chain_prover.h"
+
+namespace spmdcheck::lint {
+namespace {
+
+using partitioner::CollectiveCost;
+
+absl::StatusOr<std::unique_ptr<HloModule>> ParseText(const std::string& text) {
+  ParseOptions options;
+  options.path = "<lint chain>";
+  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, options);
+  if (!parsed.ok()) return parsed.status();
+  return std::move(parsed->module);
+}
+
+ChainCost PriceModule(const HloModule& module, int64_t num_partitions,
+                      const std::optional<Topology>& topology) {
+  ChainCost cost;
+  cost.flat = partitioner::CostOfModule(module, num_partitions).total;
+  if (topology.has_value()) {
+    const partitioner::DomainWeights weights = topology->Weights();
+    cost.topology = partitioner::CostOfModule(module, num_partitions, &weights).total;
+  }
+  return cost;
+}
+
+int64_t ScoreOf(const ChainCost& cost) {
+  return cost.topology.has_value() ? cost.topology->Score() : cost.flat.Score();
+}
+
+// What the linted module says about one of its instructions: the global value it holds and the
+// sharding (attribute first, then the trailing comment).
+struct Annotation {
+  std::string holds;
+  std::optional<HloSharding> sharding;
+};
+
+Annotation AnnotationOf(const HloInstruction& h, const LineComments& comments) {
+  Annotation a;
+  a.holds = h.name();
+  auto it = comments.find(h.location().line);
+  if (it != comments.end() && h.location().line > 0) {
+    a.holds = it->second.holds;
+    a.sharding = it->second.sharding;
+  }
+  if (h.sharding().has_value()) a.sharding = h.sharding();
+  return a;
+}
+
+std::string Shape(PrimitiveType type, const std::vector<int64_t>& dims) {
+  return spmdcheck::Shape::Array(type, dims).ToString(false);
+}
+
+// Adds values for `step` applied to the last value.
+class MeaningBuilder {
+ public:
+  MeaningBuilder(PrimitiveType type, GlobalValue input) : type_(type) {
+    chain_.values.push_back(std::move(input));
+  }
+
+  const std::vector<int64_t>& dims() const { return chain_.values.back().shape.dimensions(); }
+
+  void LeadingSlice(const std::vector<int64_t>& to) {
+    std::vector<std::string> ranges;
+    for (int64_t d : to) ranges.push_back(absl::StrCat("[0:", d, "]"));
+    Add(to, absl::StrCat("slice(%s), slice={", absl::StrJoin(ranges, ", "), "}"));
+  }
+
+  void Step(const smt::GlobalStep& step) {
+    if (dims() != step.operand_dims) LeadingSlice(step.operand_dims);
+    switch (step.kind) {
+      case smt::GlobalStep::Kind::kReshape:
+        Add(step.result_dims, "reshape(%s)");
+        break;
+      case smt::GlobalStep::Kind::kTranspose:
+        Add(step.result_dims,
+            absl::StrCat("transpose(%s), dimensions={", absl::StrJoin(step.map, ","), "}"));
+        break;
+      case smt::GlobalStep::Kind::kBroadcast:
+        Add(step.result_dims,
+            absl::StrCat("broadcast(%s), dimensions={", absl::StrJoin(step.map, ","), "}"));
+        break;
+      case smt::GlobalStep::Kind::kDropDims: {
+        std::vector<int64_t> kept = step.operand_dims;
+        for (size_t d = 0; d < kept.size(); ++d) {
+          if (step.map[d] < 0) kept[d] = 1;
+        }
+        if (kept != step.operand_dims) LeadingSlice(kept);
+        Add(step.result_dims, "reshape(%s)");
+        break;
+      }
+    }
+  }
+
+  void Copy() { Add(dims(), "copy(%s)"); }
+  GlobalChain Finish() { return std::move(chain_); }
+  size_t size() const { return chain_.values.size(); }
+  GlobalValue& value(size_t i) { return chain_.values[i]; }
+
+ private:
+  void Add(const std::vector<int64_t>& dims, const std::string& op) {
+    GlobalValue v;
+    v.name = absl::StrCat("v", chain_.values.size());
+    v.shape = spmdcheck::Shape::Array(type_, dims);
+    std::string body = op;
+    body.replace(body.find("%s"), 2, chain_.values.back().name);
+    v.statement = absl::StrCat(v.name, " = ", Shape(type_, dims), " ", body);
+    chain_.values.push_back(std::move(v));
+  }
+
+  PrimitiveType type_;
+  GlobalChain chain_;
+};
+
+// The chain's global meaning lifted from its local ops and annotations (smt/chain_model.h), with
+// each value's holder and current sharding where an instruction of the chain holds it.
+absl::StatusOr<GlobalChain> MeaningFromChain(const Chain& chain, const smt::ChainModel& model,
+                                             const LineComments& comments) {
+  const smt::GlobalMeaning& meaning = model.facts(chain.end).meaning;
+  if (!meaning.error.empty()) return absl::UnimplementedError(meaning.error);
+  if (!meaning.opaque_since.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat("the global value after ", meaning.opaque_since, " is not annotated"));
+  }
+  const smt::ChainInput& input = model.inputs()[meaning.input];
+  GlobalValue first;
+  const Annotation source = AnnotationOf(*chain.source, comments);
+  first.name = "input";
+  first.shape = spmdcheck::Shape::Array(chain.source->shape().element_type(), input.global_dims);
+  first.current = input.sharding;
+  first.holder = chain.source->name();
+  MeaningBuilder builder(chain.source->shape().element_type(), std::move(first));
+  std::vector<size_t> after_step = {0};
+  for (const smt::GlobalStep& step : meaning.steps) {
+    builder.Step(step);
+    after_step.push_back(builder.size() - 1);
+  }
+  if (builder.dims() != meaning.global_dims) builder.LeadingSlice(meaning.global_dims);
+  // Holders: members whose meaning is a prefix of the end's.
+  for (const HloInstruction* h : chain.members) {
+    const smt::GlobalMeaning& m = model.facts(h).meaning;
+    if (!m.error.empty() || !m.opaque_since.empty() || m.steps.size() > meaning.steps.size()) {
+      continue;
+    }
+    bool prefix = true;
+    for (size_t s = 0; s < m.steps.size() && prefix; ++s) {
+      prefix = m.steps[s].kind == meaning.steps[s].kind &&
+               m.steps[s].result_dims == meaning.steps[s].result_dims &&
+               m.steps[s].map == meaning.steps[s].map;
+    }
+    if (!prefix) continue;
+    size_t index = after_step[m.steps.size()];
+    if (builder.value(index).shape.dimensions() != m.global_dims) continue;
+    if (index == 0) continue;
+    const Annotation a = AnnotationOf(*h, comments);
+    GlobalValue& v = builder.value(index);
+    if (!a.sharding.has_value() || (v.current.has_value() && !v.holder.empty())) continue;
+    v.current = a.sharding;
+    v.holder = h->name();
+    if (a.holds != h->name() || h == chain.end) v.name = a.holds;
+  }
+  if (builder.size() == 1) builder.Copy();  // A pure resharding: the end copies the input.
+  const Annotation end = AnnotationOf(*chain.end, comments);
+  if (end.holds != "input") builder.value(builder.size() - 1).name = end.holds;
+  GlobalChain global = builder.Finish();
+  // Value names must stay unique: fall back to vN on a clash.
+  absl::flat_hash_set<std::string> names;
+  for (GlobalValue& v : global.values) {
+    if (!names.insert(v.name).second) v.name = absl::StrCat(v.name, ".", names.size());
+  }
+  // Statements were written with the provisional names; rewrite operands.
+  std::vector<std::string> provisional;
+  for (size_t i = 0; i < global.values.size(); ++i) provisional.push_back(absl::StrCat("v", i));
+  provisional[0] = "input";
+  for (size_t i = 1; i < global.values.size(); ++i) {
+    std::string& s = global.values[i].statement;
+    s = s.substr(s.find(" = "));
+    const std::string operand = absl::StrCat("(", provisional[i - 1], ")");
+    const size_t at = s.find(operand);
+    if (at != std::string::npos) {
+      s.replace(at, operand.size(), absl::StrCat("(", global.values[i - 1].name, ")"));
+    }
+    s = absl::StrCat(global.values[i].name, s);
+  }
+  global.text = absl::StrCat(chain.end->name(), " = ", meaning.text);
+  (void)source;
+  return global;
+}
+
+// The chain's global meaning read from the pre-partitioning program: the run of shape ops from
+// the value the source holds to the value the end holds.
+absl::StatusOr<GlobalChain> MeaningFromGlobal(const Chain& chain, const HloModule& global,
+                                              const LineComments& comments,
+                                              const std::vector<const HloInstruction*>& members) {
+  const Annotation source = AnnotationOf(*chain.source, comments);
+  const Annotation end = AnnotationOf(*chain.end, comments);
+  const HloComputation* entry = global.entry();
+  const HloInstruction* to = entry->FindInstruction(end.holds);
+  const HloInstruction* from = entry->FindInstruction(source.holds);
+  if (to == nullptr || from == nullptr) {
+    return absl::NotFoundError(absl::StrCat("--global has no instruction named ",
+                                            to == nullptr ? end.holds : source.holds));
+  }
+  std::vector<const HloInstruction*> run;
+  for (const HloInstruction* h = to; h != from;) {
+    switch (h->opcode()) {
+      case HloOpcode::kCopy:
+      case HloOpcode::kBitcast:
+      case HloOpcode::kReshape:
+      case HloOpcode::kTranspose:
+      case HloOpcode::kSlice:
+      case HloOpcode::kBroadcast:
+        break;
+      default:
+        return absl::UnimplementedError(
+            absl::StrCat("--global: ", h->name(), " (", HloOpcodeString(h->opcode()), ") between ",
+                         from->name(), " and ", to->name(), " is not a shape op"));
+    }
+    if (h->operand_count() != 1) {
+      return absl::UnimplementedError(
+          absl::StrCat("--global: ", h->name(), " has ", h->operand_count(), " operands"));
+    }
+    run.push_back(h);
+    h = h->operand(0);
+  }
+  std::reverse(run.begin(), run.end());
+  absl::flat_hash_map<std::string, const HloInstruction*> holder_of;
+  for (const HloInstruction* h : members) {
+    const Annotation a = AnnotationOf(*h, comments);
+    if (a.sharding.has_value() && !holder_of.contains(a.holds)) holder_of[a.holds] = h;
+  }
+  GlobalChain out;
+  GlobalValue first;
+  first.name = from->name();
+  first.shape = from->shape();
+  first.current = from->sharding();
+  first.holder = chain.source->name();
+  out.values.push_back(std::move(first));
+  PrintOptions print;
+  print.print_metadata = false;
+  std::string text = from->name();
+  for (const HloInstruction* h : run) {
+    HloInstruction copy(*h);
+    copy.clear_sharding();
+    GlobalValue v;
+    v.name = h->name();
+    v.shape = h->shape();
+    v.current = h->sharding();
+    auto it = holder_of.find(h->name());
+    if (it != holder_of.end()) v.holder = it->second->name();
+    v.statement = PrintInstruction(copy, print);
+    out.values.push_back(std::move(v));
+    text = absl::StrCat(HloOpcodeString(h->opcode()), "(", text, ")");
+  }
+  if (out.values.size() == 1) {  // A pure resharding: the end copies the input.
+    GlobalValue v;
+    v.name = absl::StrCat(from->name(), ".resharded");
+    v.shape = from->shape();
+    v.statement = absl::StrCat(v.name, " = ", v.shape.ToString(false), " copy(", from->name(), ")");
+    out.values.push_back(std::move(v));
+  }
+  out.values.back().holder = chain.end->name();
+  out.text = absl::StrCat(chain.end->name(), " = ", text, " (from --global)");
+  return out;
+}
+
+// Shardings to read the device mesh from: the chain's ends first, then the module's annotations.
+std::vector<HloSharding> MeshSources(const HloModule& module, const Chain& chain) {
+  std::vector<HloSharding> seen;
+  for (const HloInstruction* h : {chain.source, chain.end}) {
+    if (h->sharding().has_value()) seen.push_back(*h->sharding());
+  }
+  for (const auto& h : module.entry()->instructions()) {
+    if (h->sharding().has_value()) seen.push_back(*h->sharding());
+  }
+  return seen;
+}
+
+std::vector<std::string> Names(const std::vector<const HloInstruction*>& instructions) {
+  std::vector<std::string> names;
+  for (const HloInstruction* h : instructions) names.push_back(h->name());
+  return names;
+}
+
+class ChainLinter {
+ public:
+  ChainLinter(const HloModule& module, const LineComments& comments, const LintOptions& options,
+              int64_t num_partitions, LintReport& report)
+      : module_(module),
+        comments_(comments),
+        options_(options),
+        num_partitions_(num_partitions),
+        report_(report) {}
+
+  void Lint(const Chain& chain) {
+    const std::string label = absl::StrCat(chain.source->name(), " -> ", chain.end->name());
+    absl::StatusOr<std::unique_ptr<HloModule>> original =
+        ParseText(ChainModuleText(module_, chain, num_partitions_));
+    if (!original.ok()) {
+      Note(label, absl::StrCat("could not be extracted: ", original.status().message()));
+      return;
+    }
+    Finding base;
+    base.instructions = Names(chain.members);
+    base.first_line = chain.members.front()->location().line;
+    base.last_line = chain.end->location().line;
+    base.current = PriceModule(**original, num_partitions_, options_.topology);
+
+    const smt::ProofResult claimed = smt::ProveChain(**original, ProofOptions());
+    if (claimed.verdict == Verdict::kFails) {
+      ReportIncorrect(base, claimed, chain, "");
+      return;
+    }
+    absl::StatusOr<GlobalChain> global = Meaning(chain, label);
+    if (global.ok()) {
+      base.global_meaning = global->text;
+      // With the pre-partitioning program, the chain must compute what it claims to hold.
+      if (options_.global != nullptr && claimed.verdict != Verdict::kHolds) {
+        std::vector<HloSharding> current;
+        for (const GlobalValue& v : global->values) {
+          current.push_back(v.current.value_or(HloSharding::Replicate()));
+        }
+        current.front() = chain.source->sharding().value_or(HloSharding::Replicate());
+        current.back() = *chain.end->sharding();
+        absl::StatusOr<std::unique_ptr<HloModule>> reference =
+            PartitionGlobalChain(*global, current, num_partitions_);
+        if (reference.ok()) {
+          const smt::ProofResult same =
+              smt::ProveEquivChain(**original, **reference, ProofOptions());
+          if (same.verdict == Verdict::kFails) {
+            ReportIncorrect(base, same, chain, global->text);
+            return;
+          }
+        }
+      }
+    }
+    std::optional<Finding> unproven;
+    if (global.ok() && claimed.verdict != Verdict::kHolds) {
+      Note(label, absl::StrCat("the chain's claimed shardings are not proved (",
+                               smt::FormatProofResult(claimed), "); not searched"));
+    } else if (global.ok()) {
+      std::optional<Finding> found = Search(chain, label, **original, *global, base);
+      if (found.has_value() && found->status == FindingStatus::kProved) {
+        report_.findings.push_back(*std::move(found));
+        return;
+      }
+      unproven = std::move(found);
+    }
+    // Pattern rewrites: local changes the search does not make (or could not try).
+    for (PatternRewrite& rewrite : PatternRewrites(module_, chain, num_partitions_)) {
+      absl::StatusOr<std::unique_ptr<HloModule>> replacement = ParseText(rewrite.module_text);
+      if (!replacement.ok()) continue;
+      Finding finding = base;
+      finding.proposed = PriceModule(**replacement, num_partitions_, options_.topology);
+      if (ScoreOf(finding.proposed) >= ScoreOf(finding.current)) continue;
+      const smt::ProofResult same = smt::ProveEquivChain(**original, **replacement, ProofOptions());
+      finding.proof = smt::FormatProofResult(same);
+      finding.status =
+          same.verdict == Verdict::kHolds ? FindingStatus::kProved : FindingStatus::kUnproven;
+      finding.rule = rewrite.match.rule;
+      finding.catalog_rule = rewrite.match.catalog_rule;
+      PrintOptions print;
+      print.print_metadata = false;
+      finding.proposed_hlo = PrintModule(**replacement, print);
+      finding.message = Summary(finding, label, rewrite.match.description);
+      if (finding.status == FindingStatus::kProved) {
+        report_.findings.push_back(std::move(finding));
+        return;
+      }
+      if (!unproven.has_value()) unproven = std::move(finding);
+    }
+    if (unproven.has_value()) report_.findings.push_back(*std::move(unproven));
+  }
+
+ private:
+  smt::ChainProofOptions ProofOptions() const {
+    smt::ChainProofOptions proof_options;
+    proof_options.num_partitions = num_partitions_;
+    proof_options.timeout_ms = options_.timeout_ms;
+    return proof_options;
+  }
+
+  static std::string Summary(const Finding& finding, absl::string_view label,
+                             absl::string_view description) {
+    std::string message = absl::StrCat(
+        "the chain ", label, " can use ", finding.proposed.flat.collectives, " collective(s) (",
+        finding.proposed.flat.collective_permutes, " collective-permute) instead of ",
+        finding.current.flat.collectives, " (", finding.current.flat.collective_permutes,
+        "); max bytes received per device ", finding.proposed.flat.max_recv_bytes, " instead of ",
+        finding.current.flat.max_recv_bytes);
+    if (!description.empty()) absl::StrAppend(&message, ": ", description);
+    return message;
+  }
+
+  // The chain's global meaning: from --global when it covers the chain, else lifted.
+  absl::StatusOr<GlobalChain> Meaning(const Chain& chain, const std::string& label) {
+    if (options_.global != nullptr) {
+      absl::StatusOr<GlobalChain> global =
+          MeaningFromGlobal(chain, *options_.global, comments_, chain.members);
+      if (global.ok()) return global;
+      Note(label, global.status().message());
+    }
+    absl::StatusOr<smt::ChainModel> model =
+        smt::ChainModel::Build(chain.end, chain.source, num_partitions_);
+    if (!model.ok()) {
+      Note(label, absl::StrCat("no global meaning: ", model.status().message()));
+      return model.status();
+    }
+    absl::StatusOr<GlobalChain> global = MeaningFromChain(chain, *model, comments_);
+    if (!global.ok()) {
+      Note(label, absl::StrCat("no global meaning: ", global.status().message(),
+                               options_.global == nullptr ? " (pass --global PRE.hlo)" : ""));
+    }
+    return global;
+  }
+
+  // The intermediate-sharding search; a finding when its chain is cheaper.
+  std::optional<Finding> Search(const Chain& chain, const std::string& label,
+                                const HloModule& original, const GlobalChain& global,
+                                const Finding& base) {
+    std::optional<partitioner::DomainWeights> weights;
+    if (options_.topology.has_value()) weights = options_.topology->Weights();
+    absl::StatusOr<SearchResult> search = SearchShardings(
+        global, chain.source->sharding().value_or(HloSharding::Replicate()), *chain.end->sharding(),
+        InferMesh(MeshSources(module_, chain), num_partitions_), num_partitions_,
+        weights.has_value() ? &*weights : nullptr);
+    if (!search.ok()) {
+      Note(label, absl::StrCat("search failed: ", search.status().message()));
+      return std::nullopt;
+    }
+    Finding finding = base;
+    finding.proposed = PriceModule(*search->partitioned, num_partitions_, options_.topology);
+    if (ScoreOf(finding.proposed) >= ScoreOf(finding.current)) return std::nullopt;
+    PrintOptions print;
+    print.print_metadata = false;
+    finding.proposed_hlo = PrintModule(*search->partitioned, print);
+    const smt::ProofResult same =
+        smt::ProveEquivChain(original, *search->partitioned, ProofOptions());
+    finding.proof = smt::FormatProofResult(same);
+    finding.status =
+        same.verdict == Verdict::kHolds ? FindingStatus::kProved : FindingStatus::kUnproven;
+    if (search->cause.has_value()) {
+      const GlobalValue& v = global.values[*search->cause];
+      finding.cause = ShardingCause{v.holder, v.name, v.current->ToString(false),
+                                    search->shardings[*search->cause].ToString(false)};
+    }
+    const PatternMatch pattern = MatchPattern(chain, *search->partitioned);
+    finding.rule = finding.cause.has_value() ? "intermediate-sharding"
+                   : pattern.rule.empty()    ? "search"
+                                             : pattern.rule;
+    finding.catalog_rule = finding.cause.has_value() ? "" : pattern.catalog_rule;
+    std::string description = pattern.description;
+    if (finding.cause.has_value()) {
+      description = absl::StrCat(finding.cause->holds, " is held as ", finding.cause->sharding,
+                                 "; ", finding.cause->better_sharding, " needs no such resharding");
+    }
+    finding.message = Summary(finding, label, description);
+    return finding;
+  }
+
+  void Note(absl::string_view label, absl::string_view why) {
+    report_.notes.push_back(absl::StrCat("chain ", label, ": ", why));
+  }
+
+  void ReportIncorrect(Finding base, const smt::ProofResult& proof, const Chain& chain,
+                       const std::string& meaning) {
+    base.status = FindingStatus::kIncorrect;
+    base.rule = "incorrect-chain";
+    base.proof = smt::FormatProofResult(proof);
+    if (!meaning.empty()) base.global_meaning = meaning;
+    base.proposed = base.current;
+    base.message =
+        absl::StrCat("the chain ", chain.source->name(), " -> ", chain.end->name(),
+                     " does not implement the shardings it claims: ", proof.counterexample);
+    report_.findings.push_back(std::move(base));
+  }
+
+  const HloModule& module_;
+  const LineComments& comments_;
+  const LintOptions& options_;
+  int64_t num_partitions_;
+  LintReport& report_;
+};
+
+}  // namespace
+
+int64_t LintReport::proved() const {
+  return std::count_if(findings.begin(), findings.end(),
+                       [](const Finding& f) { return f.status == FindingStatus::kProved; });
+}
+
+int64_t LintReport::incorrect() const {
+  return std::count_if(findings.begin(), findings.end(),
+                       [](const Finding& f) { return f.status == FindingStatus::kIncorrect; });
+}
+
+absl::StatusOr<LintReport> LintModule(const HloModule& module, absl::string_view source_text,
+                                      const LintOptions& options) {
+  const int64_t p = options.num_partitions > 0 ? options.num_partitions : module.num_partitions();
+  if (p <= 0) return absl::InvalidArgumentError("the partition count is unknown");
+  if (module.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
+  LintReport report;
+  report.num_partitions = p;
+  const LineComments comments = ParseLineComments(source_text);
+  ChainSplit split = SplitIntoChains(module);
+  report.notes = std::move(split.notes);
+  report.chains = static_cast<int64_t>(split.chains.size());
+  ChainLinter linter(module, comments, options, p, report);
+  for (const Chain& chain : split.chains) linter.Lint(chain);
+  for (Finding& f : RepeatedCollectives(module, p, options.topology, options.timeout_ms)) {
+    report.findings.push_back(std::move(f));
+  }
+  std::stable_sort(report.findings.begin(), report.findings.end(),
+                   [](const Finding& a, const Finding& b) { return a.first_line < b.first_line; });
+  return report;
+}
+
+}  // namespace spmdcheck::lint

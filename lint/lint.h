@@ -1,0 +1,96 @@
+// The collective lint: finds chains of data movement and collectives in a partitioned module
+// that a cheaper chain of collectives could replace, proposes that chain (the partitioner run on
+// the chain's global meaning with intermediate shardings chosen by a dynamic program over
+// candidate shardings), and proves the replacement gives every device the same values
+// (smt/chain_prover.h). Pattern rules (lint/patterns.h) add local rewrites, each backed by a rule
+// of the rewrite catalog. See docs/lint.md.
+#ifndef SPMDCHECK_LINT_LINT_H_
+#define SPMDCHECK_LINT_LINT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "ir/hlo_module.h"
+#include "lint/topology.h"
+#include "partitioner/cost_model.h"
+
+namespace spmdcheck::lint {
+
+// The sharding a finding says to change: `instruction` (as written in the linted module) holds
+// the global value `holds` (the pre-partitioning name when the module says so, else the same
+// name) under `sharding`; `better_sharding` is what the proposed chain uses instead. Users apply
+// it as a sharding constraint on `holds` in their program.
+struct ShardingCause {
+  std::string instruction;
+  std::string holds;
+  std::string sharding;
+  std::string better_sharding;
+};
+
+// Cost of a chain: the flat alpha-beta figures (partitioner/cost_model.h) and, with a topology,
+// the same traffic with bytes that cross a fast domain weighted (lint/topology.h).
+struct ChainCost {
+  partitioner::CollectiveCost flat;
+  std::optional<partitioner::CollectiveCost> topology;
+};
+
+enum class FindingStatus {
+  kProved,     // A cheaper replacement, proved to give every device the same values.
+  kUnproven,   // A cheaper replacement whose proof failed or timed out: shown, never counted.
+  kIncorrect,  // The chain does not implement the shardings it claims (an smt refutation).
+};
+absl::string_view FindingStatusName(FindingStatus status);  // proved | unproven | incorrect
+
+struct Finding {
+  FindingStatus status = FindingStatus::kUnproven;
+  // `search` (the intermediate-sharding search), `incorrect-chain`, or a pattern rule's name.
+  std::string rule;
+  std::string message;                    // One line, e.g. what to change.
+  std::vector<std::string> instructions;  // As named in the linted module, in program order.
+  int64_t first_line = 0;                 // Source lines of the first and last instruction (0:
+  int64_t last_line = 0;                  // no location).
+  std::string global_meaning;             // E.g. `copy.428 = reshape(transpose(...))`.
+  ChainCost current;
+  ChainCost proposed;
+  std::string proposed_hlo;  // A partitioned module for the replacement chain; empty if none.
+  std::string proof;         // FormatProofResult of the equivalence (or refutation) proof.
+  std::string catalog_rule;  // Pattern findings: the rewrite-catalog rule that proves the rewrite.
+  std::optional<ShardingCause> cause;
+};
+
+struct LintOptions {
+  int64_t num_partitions = 0;         // 0: the module's num_partitions.
+  const HloModule* global = nullptr;  // --global: the pre-partitioning program.
+  std::optional<Topology> topology;
+  int64_t timeout_ms = 20000;  // Per proof.
+};
+
+struct LintReport {
+  std::string path;
+  int64_t num_partitions = 0;
+  int64_t chains = 0;              // Chains examined.
+  std::vector<Finding> findings;   // In program order.
+  std::vector<std::string> notes;  // Chains skipped, and why.
+  int64_t proved() const;
+  int64_t incorrect() const;
+};
+
+// Lints the entry computation of `module` (parsed from `source_text`, which is read for the
+// `// holds=NAME` comments XLA-style dumps carry). Errors: InvalidArgument for a module whose
+// partition count is unknown or inconsistent.
+absl::StatusOr<LintReport> LintModule(const HloModule& module, absl::string_view source_text,
+                                      const LintOptions& options);
+
+// Report renderings (lint/report.cc). Text is for people; JSON's schema is documented in
+// docs/lint.md and stable; SARIF is 2.1.0 with one result per finding.
+std::string FormatText(const LintReport& report);
+std::string FormatJson(const LintReport& report);
+std::string FormatSarif(const LintReport& report);
+
+}  // namespace spmdcheck::lint
+
+#endif  // SPMDCHECK_LINT_LINT_H_
