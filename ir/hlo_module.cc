@@ -250,6 +250,21 @@ void HloComputation::TruncateInstructions(int64_t count) {
   }
 }
 
+void HloComputation::RemoveInstructionsIf(
+    const std::function<bool(const HloInstruction*)>& remove) {
+  std::vector<std::unique_ptr<HloInstruction>> kept;
+  kept.reserve(instructions_.size());
+  for (auto& instruction : instructions_) {
+    if (instruction.get() != root_ && remove(instruction.get())) {
+      UnindexInstruction(instruction.get());
+      continue;
+    }
+    instruction->index_ = static_cast<int32_t>(kept.size());
+    kept.push_back(std::move(instruction));
+  }
+  instructions_ = std::move(kept);
+}
+
 std::vector<HloInstruction*> HloComputation::parameters() const {
   std::vector<HloInstruction*> params;
   for (const auto& instruction : instructions_) {

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -264,6 +265,9 @@ class HloComputation {
   HloInstruction* FindInstruction(absl::string_view name) const;
   // Removes every instruction after the first `count` (used to undo a half-parsed statement).
   void TruncateInstructions(int64_t count);
+  // Removes the instructions `remove` selects (never the root); the rest keep their order. The
+  // caller guarantees no kept instruction uses a removed one.
+  void RemoveInstructionsIf(const std::function<bool(const HloInstruction*)>& remove);
   // Reserves room for `count` instructions.
   void ReserveInstructions(int64_t count) { instructions_.reserve(count); }
   // Releases unused room in instructions() (after the last AddInstruction of a parse).

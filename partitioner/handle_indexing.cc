@@ -1,9 +1,10 @@
 // gather and scatter.
 //  gather: operand pass-through (the operand stays tiled on dims that are neither indexed nor
-//    collapsed and are sliced whole; the result's matching offset dims carry that tiling) or
-//    index-parallel (the indices are tiled like the result's batch dims; the operand whole on
-//    every device). XLA clamps start indices on the global operand, and both plans keep the
-//    indexed dims whole, so clamping is unchanged.
+//    collapsed and are sliced whole; the result's matching offset dims carry that tiling),
+//    both pass-through and index-parallel on different device axes, or index-parallel (the indices
+//    are tiled like the result's batch dims; the operand whole on every device). XLA clamps start
+//    indices on the global operand, and both plans keep the indexed dims whole, so clamping is
+//    unchanged.
 //  scatter: operand pass-through (operand, updates and result tiled alike on dims that are
 //    neither indexed nor inserted and are updated whole; indices whole on every device).
 // Anything else takes the fallback.
@@ -228,6 +229,7 @@ absl::StatusOr<PartitionedValue> HandleGather(const HloInstruction& instruction,
   std::vector<IndexingPlan> plans;
   // Operand pass-through.
   const HloSharding& current = context.ValueOf(instruction.operand(0)).sharding;
+  std::optional<HloSharding> passthrough_base;
   if (current.IsTiled() && ManualSubgroupCount(current) == 1) {
     std::vector<int64_t> fold;
     for (int64_t k = 0; k < operand.rank(); ++k) {
@@ -253,6 +255,47 @@ absl::StatusOr<PartitionedValue> HandleGather(const HloInstruction& instruction,
       });
       if (result.ok()) {
         IndexingPlan plan{{*base, HloSharding::Replicate()}, *result, 0};
+        plan.score = Score(instruction, context, plan, target);
+        plans.push_back(plan);
+        passthrough_base = *base;
+      }
+    }
+  }
+  // Both at once: the operand passes through on its whole-sliced dims and the indices keep their
+  // tiling of the batch dims, when the two tilings use different devices' axes (every result
+  // tile then has its share of devices).
+  const HloSharding& current_indices = context.ValueOf(instruction.operand(1)).sharding;
+  if (passthrough_base.has_value() && current_indices.IsTiled() &&
+      ManualSubgroupCount(current_indices) == 1) {
+    std::vector<int64_t> vector_dim;
+    if (g.index_vector_dim < indices.rank()) vector_dim.push_back(g.index_vector_dim);
+    absl::StatusOr<HloSharding> index_sharding =
+        FoldDims(current_indices, indices.rank(), vector_dim, n);
+    if (index_sharding.ok() && index_sharding->IsTiled()) {
+      const std::vector<int64_t> base_counts = TileCounts(*passthrough_base, operand.rank());
+      const std::vector<int64_t> index_counts = TileCounts(*index_sharding, indices.rank());
+      std::vector<int64_t> out_counts(out.rank(), 1);
+      for (size_t i = 0; i < operand_of_offset.size(); ++i) {
+        out_counts[g.offset_dims[i]] = base_counts[operand_of_offset[i]];
+      }
+      for (size_t i = 0; i < batch_out.size(); ++i) {
+        out_counts[batch_out[i]] = index_counts[batch_indices[i]];
+      }
+      absl::StatusOr<HloSharding> result = BuildSharding(out_counts, 1, n, [&](int64_t d) {
+        DevicePlace p = PlaceOf(*passthrough_base, operand.rank(), d);
+        DevicePlace r = PlaceOf(*index_sharding, indices.rank(), d);
+        DevicePlace q;
+        q.data_index.assign(out.rank(), 0);
+        for (size_t i = 0; i < operand_of_offset.size(); ++i) {
+          q.data_index[g.offset_dims[i]] = p.data_index[operand_of_offset[i]];
+        }
+        for (size_t i = 0; i < batch_out.size(); ++i) {
+          q.data_index[batch_out[i]] = r.data_index[batch_indices[i]];
+        }
+        return q;
+      });
+      if (result.ok()) {
+        IndexingPlan plan{{*passthrough_base, *index_sharding}, *result, 0};
         plan.score = Score(instruction, context, plan, target);
         plans.push_back(plan);
       }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -47,6 +48,9 @@ class PartitionContext {
   // The operand resharded to `sharding`.
   absl::StatusOr<PartitionedValue> OperandAs(const HloInstruction& instruction, int64_t i,
                                              const HloSharding& sharding);
+  // Records that `value` holds `global` too (a handler's result before the driver resharded it to
+  // the chosen sharding): users wanting that sharding take it instead of a reshard back.
+  void RememberForm(const HloInstruction* global, const PartitionedValue& value);
   // Cost of resharding operand i to `sharding` (zero when it already is).
   int64_t ReshardScore(const HloInstruction& instruction, int64_t i, const HloSharding& sharding);
 
@@ -69,6 +73,15 @@ class PartitionContext {
   SpmdBuilder* builder_;
   const absl::flat_hash_map<const HloInstruction*, HloSharding>* shardings_;
   absl::flat_hash_map<const HloInstruction*, PartitionedValue>* values_;
+  // Operands already resharded in this computation, by (operand, target sharding): later users
+  // reuse them instead of emitting the same collectives again.
+  absl::flat_hash_map<std::pair<const HloInstruction*, std::string>, PartitionedValue> reshards_;
+  // Other shardings each value is already held under (RememberForm): a reshard starts from the
+  // cheapest of them.
+  absl::flat_hash_map<const HloInstruction*, std::vector<PartitionedValue>> forms_;
+  // The held form of `operand` cheapest to reshard to `sharding`, and that cost's score.
+  std::pair<const PartitionedValue*, int64_t> CheapestForm(const HloInstruction* operand,
+                                                           const HloSharding& sharding);
 };
 
 // A handler partitions one global instruction and returns its value under any sharding it likes

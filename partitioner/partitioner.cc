@@ -168,6 +168,7 @@ class ModulePartitioner {
       if (!root.sharding.IsManual()) root.local->set_sharding(root.sharding);
     }
     computation->set_root(root.local);
+    RemoveDeadInstructions(*computation);
     if (is_entry) {
       entry_ = computation.get();
       pending_entry_ = std::move(computation);
@@ -292,7 +293,43 @@ class ModulePartitioner {
       if (!value.ok()) return value.status();
     }
     if (value->sharding == target) return value;
+    context.RememberForm(&instruction, *value);
     return Reshard(b, *value, target);
+  }
+
+  // Drops instructions nothing live uses (values materialised for an annotation whose users all
+  // took a cheaper form), keeping parameters and ops with side effects.
+  static void RemoveDeadInstructions(HloComputation& computation) {
+    absl::flat_hash_set<const HloInstruction*> live;
+    std::vector<const HloInstruction*> stack;
+    for (const auto& instruction : computation.instructions()) {
+      switch (instruction->opcode()) {
+        case HloOpcode::kParameter:
+        case HloOpcode::kInfeed:
+        case HloOpcode::kOutfeed:
+        case HloOpcode::kSend:
+        case HloOpcode::kSendDone:
+        case HloOpcode::kRecv:
+        case HloOpcode::kRecvDone:
+        case HloOpcode::kCustomCall:
+        case HloOpcode::kAfterAll:
+        case HloOpcode::kRng:
+        case HloOpcode::kRngBitGenerator:
+        case HloOpcode::kRngGetAndUpdateState:
+          stack.push_back(instruction.get());
+          break;
+        default:
+          break;
+      }
+    }
+    if (computation.root() != nullptr) stack.push_back(computation.root());
+    while (!stack.empty()) {
+      const HloInstruction* h = stack.back();
+      stack.pop_back();
+      if (!live.insert(h).second) continue;
+      for (const HloInstruction* operand : h->operands()) stack.push_back(operand);
+    }
+    computation.RemoveInstructionsIf([&](const HloInstruction* h) { return !live.contains(h); });
   }
 
   // Replicate every operand, compute the op on full arrays, and hand back a replicated value.
@@ -364,21 +401,63 @@ absl::StatusOr<PartitionedValue> PartitionContext::OperandAs(const HloInstructio
   const HloInstruction* operand = instruction.operand(i);
   const PartitionedValue& value = ValueOf(operand);
   if (value.sharding == sharding) return value;
-  absl::StatusOr<PartitionedValue> moved = Reshard(*builder_, value, sharding);
+  std::pair<const HloInstruction*, std::string> key(operand, sharding.ToString(false));
+  auto cached = reshards_.find(key);
+  if (cached != reshards_.end()) return cached->second;
+  const PartitionedValue& start = *CheapestForm(operand, sharding).first;
+  absl::StatusOr<PartitionedValue> moved = Reshard(*builder_, start, sharding);
   if (!moved.ok()) return moved.status();
-  // Later users of the same operand under the same sharding reuse this value.
-  if (moved->local != value.local && !moved->sharding.IsManual()) {
+  if (moved->local != start.local && !moved->sharding.IsManual()) {
     moved->local->set_sharding(moved->sharding);
   }
+  // Later users of the same operand under the same sharding reuse this value.
+  reshards_.emplace(std::move(key), *moved);
   return moved;
+}
+
+void PartitionContext::RememberForm(const HloInstruction* global, const PartitionedValue& value) {
+  if (value.sharding.IsManual() || value.sharding.IsTuple() || value.local == nullptr) return;
+  if (!value.local->sharding().has_value()) value.local->set_sharding(value.sharding);
+  reshards_.emplace(std::make_pair(global, value.sharding.ToString(false)), value);
+  forms_[global].push_back(value);
+}
+
+std::pair<const PartitionedValue*, int64_t> PartitionContext::CheapestForm(
+    const HloInstruction* operand, const HloSharding& sharding) {
+  const auto score = [&](const PartitionedValue& v) {
+    absl::StatusOr<CollectiveCost> cost =
+        ReshardCost(v.global_shape, v.sharding, sharding, num_partitions());
+    return cost.ok() ? cost->Score() : int64_t{1} << 60;
+  };
+  // Earlier forms win ties: the annotated value may then have no user left and be dropped.
+  const PartitionedValue* best = nullptr;
+  int64_t best_score = 0;
+  auto it = forms_.find(operand);
+  if (it != forms_.end()) {
+    for (const PartitionedValue& form : it->second) {
+      const int64_t s = score(form);
+      if (best == nullptr || s < best_score) {
+        best = &form;
+        best_score = s;
+      }
+    }
+  }
+  const int64_t current = score(ValueOf(operand));
+  if (best == nullptr || current < best_score) {
+    best = &ValueOf(operand);
+    best_score = current;
+  }
+  return {best, best_score};
 }
 
 int64_t PartitionContext::ReshardScore(const HloInstruction& instruction, int64_t i,
                                        const HloSharding& sharding) {
-  const PartitionedValue& value = ValueOf(instruction.operand(i));
-  absl::StatusOr<CollectiveCost> cost =
-      ReshardCost(value.global_shape, value.sharding, sharding, num_partitions());
-  return cost.ok() ? cost->Score() : int64_t{1} << 60;
+  const HloInstruction* operand = instruction.operand(i);
+  if (ValueOf(operand).sharding == sharding ||
+      reshards_.contains(std::make_pair(operand, sharding.ToString(false)))) {
+    return 0;
+  }
+  return CheapestForm(operand, sharding).second;
 }
 
 HloComputation* PartitionContext::CloneCalled(const HloComputation* global) {

@@ -100,8 +100,14 @@ absl::StatusOr<AllGatherEffect> AllReduceGatherDim(const Shape& shape, const Hlo
   local.set_dimensions(k, size);
   CollectiveCost cost;
   cost.collectives = 1;
-  cost.max_recv_bytes = 2 * (n - 1) * Bytes(local) / n;
-  cost.max_send_bytes = cost.max_recv_bytes;
+  if (size == 1) {
+    // One holder per group: a collective-broadcast from it.
+    cost.max_recv_bytes = Bytes(local);
+    cost.max_send_bytes = (n - 1) * Bytes(local);
+  } else {
+    cost.max_recv_bytes = 2 * (n - 1) * Bytes(local) / n;
+    cost.max_send_bytes = cost.max_recv_bytes;
+  }
   return AllGatherEffect{*result, cost};
 }
 
@@ -674,6 +680,22 @@ absl::StatusOr<PartitionedValue> EmitAllReduceGather(SpmdBuilder& b, Partitioned
     offset[d] = std::min(t, size - 1);
   }
   const Shape& local = v.local->shape();
+  std::vector<std::vector<int64_t>> groups = v.sharding.GroupsAlongDims({k});
+  if (size == 1) {
+    // Only the device at tile 0 along k holds the element: it broadcasts to its group (listed
+    // from tile 0 up, so it is the group's first device).
+    for (std::vector<int64_t>& group : groups) {
+      std::stable_sort(group.begin(), group.end(), [&](int64_t a, int64_t c) {
+        return PlaceOf(v.sharding, rank, a).data_index[k] <
+               PlaceOf(v.sharding, rank, c).data_index[k];
+      });
+    }
+    absl::StatusOr<HloSharding> next = FoldDims(v.sharding, rank, {k}, n_devices);
+    if (!next.ok()) return next.status();
+    v.local = b.CollectiveBroadcast(v.local, groups);
+    v.sharding = *next;
+    return v;
+  }
   HloInstruction* is_valid = b.Compare(b.TableLookup(valid, absl::StrCat("holds.dim", k)),
                                        b.ConstantS32(1), ComparisonDirection::kEq);
   HloInstruction* mask =
@@ -691,7 +713,6 @@ absl::StatusOr<PartitionedValue> EmitAllReduceGather(SpmdBuilder& b, Partitioned
     }
     x = b.DynamicUpdateSlice(b.Filled(buffer_shape, 0), x, starts);
   }
-  std::vector<std::vector<int64_t>> groups = v.sharding.GroupsAlongDims({k});
   x = b.AllReduce(x, groups, b.AddReducer(local.element_type()));
   absl::StatusOr<HloSharding> next = FoldDims(v.sharding, rank, {k}, n_devices);
   if (!next.ok()) return next.status();
@@ -732,7 +753,8 @@ std::string ReshardPlan::Describe() const {
         parts.push_back("masked all-reduce (maximal -> replicated)");
         break;
       case ReshardStepKind::kAllReduceGather:
-        parts.push_back(absl::StrCat("masked all-reduce(dim ", s.dims[0], ")"));
+        parts.push_back(
+            absl::StrCat("masked all-reduce or collective-broadcast(dim ", s.dims[0], ")"));
         break;
       case ReshardStepKind::kRelabel:
         parts.push_back("copy");

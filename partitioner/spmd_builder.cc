@@ -307,9 +307,10 @@ HloInstruction* SpmdBuilder::Collective(HloOpcode opcode, Shape shape, HloInstru
   HloInstruction* out = Add(opcode, std::move(shape), {x}, HloOpcodeString(opcode));
   HloAttributes& attrs = out->mutable_attrs();
   attrs.channel_id = state_->next_channel_id++;
-  // all-to-all with a channel id groups partition ids (cross-partition mode); the others use
-  // global device ids.
-  const bool global_ids = opcode != HloOpcode::kAllToAll;
+  // all-to-all and collective-broadcast with a channel id group partition ids (cross-partition
+  // mode; they have no use_global_device_ids); the others use global device ids.
+  const bool global_ids =
+      opcode != HloOpcode::kAllToAll && opcode != HloOpcode::kCollectiveBroadcast;
   attrs.replica_groups = GlobalGroups(groups, global_ids);
   if (global_ids) attrs.use_global_device_ids = true;
   return out;
@@ -343,6 +344,12 @@ HloInstruction* SpmdBuilder::ReduceScatter(HloInstruction* x, int64_t dim,
   out->mutable_attrs().dimensions = std::vector<int64_t>{dim};
   out->mutable_called().push_back({"to_apply", {reducer}, false});
   return out;
+}
+
+HloInstruction* SpmdBuilder::CollectiveBroadcast(HloInstruction* x,
+                                                 const std::vector<std::vector<int64_t>>& groups) {
+  return Collective(HloOpcode::kCollectiveBroadcast, WithDims(x->shape(), x->shape().dimensions()),
+                    x, groups);
 }
 
 HloInstruction* SpmdBuilder::AllToAll(HloInstruction* x, int64_t dim,

@@ -108,6 +108,9 @@ class SpmdBuilder {
   HloInstruction* AllToAll(HloInstruction* x, int64_t dim,
                            const std::vector<std::vector<int64_t>>& groups);
   HloInstruction* CollectivePermute(HloInstruction* x, const SourceTargetPairs& pairs);
+  // The first device of each group sends its x to the others.
+  HloInstruction* CollectiveBroadcast(HloInstruction* x,
+                                      const std::vector<std::vector<int64_t>>& groups);
 
   // `add` (or `or` for pred) over scalars of `type`, created once per module.
   HloComputation* AddReducer(PrimitiveType type);

@@ -79,13 +79,14 @@ TEST_F(SeedLintTest, GspmdChainHasAProvedCheaperReplacementCausedByReshape1062) 
   EXPECT_EQ(f.current.flat.collectives, 4);
   EXPECT_EQ(f.current.flat.collective_permutes, 2);
   EXPECT_EQ(f.current.flat.max_recv_bytes, 504);
-  // At most 2 collectives, no permute, at most 81% of GSPMD's most received bytes: a masked
-  // all-reduce over the 4 stages (2*3/4*48 = 72 B) and an all-gather over the 8 model devices
-  // (7*48 = 336 B).
+  // At most 2 collectives, no permute, at most 81% of GSPMD's most received bytes: stage 0
+  // broadcasts its 48-byte shard to the other 3 stages (a collective-broadcast: 48 B received),
+  // then an all-gather over the 8 model devices (7*48 = 336 B): 384 B, the floor (the output
+  // slice every device off stage 0 must receive; 128 KiB at the report's sizes).
   EXPECT_LE(f.proposed.flat.collectives, 2);
   EXPECT_EQ(f.proposed.flat.collective_permutes, 0);
   EXPECT_LE(f.proposed.flat.max_recv_bytes * 100, 81 * f.current.flat.max_recv_bytes);
-  EXPECT_EQ(f.proposed.flat.max_recv_bytes, 72 + 336);
+  EXPECT_EQ(f.proposed.flat.max_recv_bytes, 48 + 336);
   ASSERT_TRUE(f.cause.has_value());
   EXPECT_EQ(f.cause->holds, "reshape.1062");
   EXPECT_EQ(f.cause->instruction, "reshape.2138");
@@ -161,10 +162,11 @@ TEST_F(SeedLintTest, TopologyFiguresWeightCrossNodeBytes) {
   ASSERT_TRUE(f.current.topology.has_value());
   ASSERT_TRUE(f.proposed.topology.has_value());
   // Flat figures are unchanged; the permutes and the masked all-reduce cross nodes (ids 8 apart),
-  // so the weighted figure is larger; the all-gather over ids 8k..8k+7 stays inside a node.
+  // so the weighted figure is larger; the broadcast across stages crosses nodes (48 B at 8x) and
+  // the all-gather over ids 8k..8k+7 stays inside a node.
   EXPECT_EQ(f.current.flat.max_recv_bytes, 504);
   EXPECT_GT(f.current.topology->max_recv_bytes, f.current.flat.max_recv_bytes);
-  EXPECT_EQ(f.proposed.topology->max_recv_bytes, 72 * 8 + 336);
+  EXPECT_EQ(f.proposed.topology->max_recv_bytes, 48 * 8 + 336);
   EXPECT_LT(f.proposed.topology->Score(), f.current.topology->Score());
 }
 

@@ -144,14 +144,31 @@ TEST(ReshardPlanner, UnevenAndPartialReplicationCases) {
   PlanAndCheck("s32[9]", "{maximal device=1}", "{devices=[4]3,1,0,2}", 4);
 }
 
-TEST(ReshardPlanner, SparseDimUsesMaskedAllReduceNotAllGather) {
-  // One element over 4 tiles: a masked all-reduce receives 1.5 elements' worth, an all-gather 3.
+TEST(ReshardPlanner, SparseDimIsBroadcastFromItsOneHolderNotAllGathered) {
+  // One element over 4 tiles: only tile 0 holds it, so a collective-broadcast from that device
+  // receives 1 element's worth (an all-gather 3, a masked all-reduce 1.5).
   absl::StatusOr<ReshardPlan> plan =
       PlanReshard(T("s32[1,8]"), S("{devices=[4,1]<=[4]}"), S("{replicated}"), 4);
   ASSERT_TRUE(plan.ok());
   ASSERT_EQ(plan->steps.size(), 1u);
   EXPECT_EQ(plan->steps[0].kind, ReshardStepKind::kAllReduceGather);
+  EXPECT_EQ(plan->cost.max_recv_bytes, 32);
+  EXPECT_EQ(plan->cost.max_send_bytes, 3 * 32);
   PlanAndCheck("s32[1,8]", "{devices=[4,1]<=[4]}", "{replicated}", 4);
+  // Reversed device order: the holder of tile 0 is device 3, first in its broadcast group.
+  PlanAndCheck("s32[1,8]", "{devices=[4,1]3,2,1,0}", "{replicated}", 4);
+}
+
+TEST(ReshardPlanner, SparseDimWithSeveralHoldersUsesMaskedAllReduce) {
+  // Two elements over 8 tiles: two holders per group, so no single broadcast source; the masked
+  // all-reduce of the 64-byte buffer receives 2*7/8*64 = 112 B, an all-gather 7*32 = 224 B.
+  absl::StatusOr<ReshardPlan> plan =
+      PlanReshard(T("s32[2,8]"), S("{devices=[8,1]<=[8]}"), S("{replicated}"), 8);
+  ASSERT_TRUE(plan.ok());
+  ASSERT_EQ(plan->steps.size(), 1u);
+  EXPECT_EQ(plan->steps[0].kind, ReshardStepKind::kAllReduceGather);
+  EXPECT_EQ(plan->cost.max_recv_bytes, 112);
+  PlanAndCheck("s32[2,8]", "{devices=[8,1]<=[8]}", "{replicated}", 8);
 }
 
 TEST(CostModel, CountsBytesPerDevice) {
