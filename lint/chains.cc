@@ -12,26 +12,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/holds_comment.h"
+#include "smt/chain_model.h"
 
 namespace spmdcheck::lint {
 namespace {
 
-// Operands that are indices or predicates (integer plumbing), not data.
+// Operands that are indices, predicates or pad values (integer plumbing), not data.
 bool IsIndexOperand(const HloInstruction& h, int64_t i) {
-  switch (h.opcode()) {
-    case HloOpcode::kDynamicSlice:
-      return i >= 1;
-    case HloOpcode::kDynamicUpdateSlice:
-      return i >= 2;
-    case HloOpcode::kSelect:
-      return i == 0;
-    case HloOpcode::kPad:
-      return i == 1;
-    default:
-      return false;
-  }
+  return smt::IsIndexOperand(h, i) || (h.opcode() == HloOpcode::kPad && i == 1);
 }
 
 bool HasSideEffectOrOpaqueValue(HloOpcode op) {
@@ -201,6 +192,14 @@ ChainSplit SplitIntoChains(const HloModule& module) {
     split.chains.push_back(std::move(chain));
   }
   return split;
+}
+
+absl::StatusOr<std::unique_ptr<HloModule>> ParseModuleText(const std::string& text) {
+  ParseOptions options;
+  options.path = "<lint>";
+  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, options);
+  if (!parsed.ok()) return parsed.status();
+  return std::move(parsed->module);
 }
 
 std::string ChainModuleText(

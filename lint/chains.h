@@ -4,6 +4,7 @@
 #define SPMDCHECK_LINT_CHAINS_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -46,6 +47,9 @@ bool IsDataMovement(HloOpcode opcode);
 
 // A module holding just `chain`: parameter 0 is the source (same name, local shape and
 // sharding), the root is the end; the called computations of the module come along.
+// Parses module text the lint built itself (errors name `<lint>`).
+absl::StatusOr<std::unique_ptr<HloModule>> ParseModuleText(const std::string& text);
+
 // `overrides` replaces the statements of some instructions (same name, new text without ROOT).
 std::string ChainModuleText(
     const HloModule& module, const Chain& chain, int64_t num_partitions,

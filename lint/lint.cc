@@ -26,14 +26,6 @@ namespace {
 
 using partitioner::CollectiveCost;
 
-absl::StatusOr<std::unique_ptr<HloModule>> ParseText(const std::string& text) {
-  ParseOptions options;
-  options.path = "<lint chain>";
-  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, options);
-  if (!parsed.ok()) return parsed.status();
-  return std::move(parsed->module);
-}
-
 ChainCost PriceModule(const HloModule& module, int64_t num_partitions,
                       const std::optional<Topology>& topology) {
   ChainCost cost;
@@ -316,7 +308,7 @@ class ChainLinter {
   void Lint(const Chain& chain) {
     const std::string label = absl::StrCat(chain.source->name(), " -> ", chain.end->name());
     absl::StatusOr<std::unique_ptr<HloModule>> original =
-        ParseText(ChainModuleText(module_, chain, num_partitions_));
+        ParseModuleText(ChainModuleText(module_, chain, num_partitions_));
     if (!original.ok()) {
       Note(label, absl::StrCat("could not be extracted: ", original.status().message()));
       return;
@@ -369,7 +361,7 @@ class ChainLinter {
     }
     // Pattern rewrites: local changes the search does not make (or could not try).
     for (PatternRewrite& rewrite : PatternRewrites(module_, chain, num_partitions_)) {
-      absl::StatusOr<std::unique_ptr<HloModule>> replacement = ParseText(rewrite.module_text);
+      absl::StatusOr<std::unique_ptr<HloModule>> replacement = ParseModuleText(rewrite.module_text);
       if (!replacement.ok()) continue;
       Finding finding = base;
       finding.proposed = PriceModule(**replacement, num_partitions_, options_.topology);

@@ -93,11 +93,13 @@ std::vector<PatternRewrite> PatternRewrites(const HloModule& module, const Chain
     const HloInstruction* operand = DataOperand(h, in_chain);
     if (operand == nullptr) continue;
     if (h->opcode() == HloOpcode::kCollectivePermute && IdentityPairs(*h)) {
-      add({"identity-permute", "", absl::StrCat(h->name(), " permutes every device to itself")},
+      add({"identity-permute", "cp-identity",
+           absl::StrCat(h->name(), " permutes every device to itself")},
           {{h, CopyStatement(*h, *operand)}});
     }
     if (IsCollective(h->opcode()) && SingletonGroups(*h) && h->shape() == operand->shape()) {
-      add({"singleton-groups", "", absl::StrCat(h->name(), " runs over groups of one device")},
+      add({"singleton-groups", "singleton-groups",
+           absl::StrCat(h->name(), " runs over groups of one device")},
           {{h, CopyStatement(*h, *operand)}});
     }
     const HloInstruction* before = ThroughPlumbing(operand, in_chain);
@@ -183,10 +185,12 @@ PatternMatch MatchPattern(const Chain& chain, const HloModule& proposed) {
   in_chain.insert(chain.source);
   for (const HloInstruction* h : chain.members) {
     if (h->opcode() == HloOpcode::kCollectivePermute && IdentityPairs(*h)) {
-      return {"identity-permute", "", absl::StrCat(h->name(), " permutes every device to itself")};
+      return {"identity-permute", "cp-identity",
+              absl::StrCat(h->name(), " permutes every device to itself")};
     }
     if (IsCollective(h->opcode()) && SingletonGroups(*h)) {
-      return {"singleton-groups", "", absl::StrCat(h->name(), " runs over groups of one device")};
+      return {"singleton-groups", "singleton-groups",
+              absl::StrCat(h->name(), " runs over groups of one device")};
     }
   }
   for (const HloInstruction* h : chain.members) {

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/hlo_parser.h"
+#include "lint/chains.h"
 #include "partitioner/partitioner.h"
 #include "partitioner/reshard.h"
 #include "partitioner/sharding_util.h"
@@ -23,14 +24,6 @@ namespace spmdcheck::lint {
 namespace {
 
 using partitioner::CollectiveCost;
-
-absl::StatusOr<std::unique_ptr<HloModule>> ParseText(const std::string& text) {
-  ParseOptions options;
-  options.path = "<lint>";
-  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, options);
-  if (!parsed.ok()) return parsed.status();
-  return std::move(parsed->module);
-}
 
 std::string Header(absl::string_view name, int64_t num_partitions) {
   return absl::StrCat("HloModule ", name, ", num_partitions=", num_partitions, "\n\nENTRY ", name,
@@ -50,7 +43,7 @@ absl::StatusOr<std::unique_ptr<HloModule>> ChainSegment(const GlobalChain& chain
     absl::StrAppend(&text, "  ", i == last ? "ROOT " : "", chain.values[i].statement, "\n");
   }
   absl::StrAppend(&text, "}\n");
-  return ParseText(text);
+  return ParseModuleText(text);
 }
 
 }  // namespace
@@ -268,7 +261,7 @@ absl::StatusOr<std::unique_ptr<HloModule>> PartitionPlannedChain(
         (i + 1 == k && !(computed[i] == held[i]));
   }
   absl::StatusOr<std::unique_ptr<HloModule>> global =
-      ParseText(PlannedText(chain, resharded, num_partitions));
+      ParseModuleText(PlannedText(chain, resharded, num_partitions));
   if (!global.ok()) return global.status();
   for (size_t i = 0; i < k; ++i) {
     const std::string& name = chain.values[i].name;

@@ -457,7 +457,13 @@ int64_t PartitionContext::ReshardScore(const HloInstruction& instruction, int64_
       reshards_.contains(std::make_pair(operand, sharding.ToString(false)))) {
     return 0;
   }
-  return CheapestForm(operand, sharding).second;
+  // Priced from the value as the driver holds it: pricing every remembered form here too would
+  // multiply the planner's work for every choice a handler weighs (OperandAs still starts the
+  // reshard it emits from the cheapest form).
+  const PartitionedValue& value = ValueOf(operand);
+  absl::StatusOr<CollectiveCost> cost =
+      ReshardCost(value.global_shape, value.sharding, sharding, num_partitions());
+  return cost.ok() ? cost->Score() : int64_t{1} << 60;
 }
 
 HloComputation* PartitionContext::CloneCalled(const HloComputation* global) {

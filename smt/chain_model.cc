@@ -90,20 +90,6 @@ bool IsIntegerOnlyOpcode(HloOpcode op) {
   }
 }
 
-// Operands that must be integers (indices, predicates) whatever the result is.
-bool IsIndexOperand(const HloInstruction& h, int64_t i) {
-  switch (h.opcode()) {
-    case HloOpcode::kDynamicSlice:
-      return i >= 1;
-    case HloOpcode::kDynamicUpdateSlice:
-      return i >= 2;
-    case HloOpcode::kSelect:
-      return i == 0;
-    default:
-      return false;
-  }
-}
-
 DeviceGroups IotaGroups(int64_t num_groups, int64_t group_size) {
   DeviceGroups g;
   g.num_groups = num_groups;
@@ -458,6 +444,19 @@ GlobalMeaning Lift(const HloInstruction& h,
 }
 
 }  // namespace
+
+bool IsIndexOperand(const HloInstruction& h, int64_t i) {
+  switch (h.opcode()) {
+    case HloOpcode::kDynamicSlice:
+      return i >= 1;
+    case HloOpcode::kDynamicUpdateSlice:
+      return i >= 2;
+    case HloOpcode::kSelect:
+      return i == 0;
+    default:
+      return false;
+  }
+}
 
 std::string DimsText(absl::Span<const int64_t> dims) {
   return absl::StrCat("[", absl::StrJoin(dims, ","), "]");

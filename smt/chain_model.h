@@ -134,6 +134,10 @@ std::optional<std::vector<int64_t>> AnnotatedGlobalDims(const HloInstruction& in
 // `[a,b,c]`.
 std::string DimsText(absl::Span<const int64_t> dims);
 
+// Operands that must be integers (dynamic-slice/update offsets, select predicates) whatever the
+// result is.
+bool IsIndexOperand(const HloInstruction& h, int64_t i);
+
 }  // namespace spmdcheck::smt
 
 #endif  // SPMDCHECK_SMT_CHAIN_MODEL_H_

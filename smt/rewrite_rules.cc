@@ -501,6 +501,20 @@ std::vector<RuleDef> BuildRules() {
                      return RuleSides{lhs, rhs};
                    }});
 
+  // --- collectives that move nothing (the lint's identity-permute and singleton-groups).
+  rules.push_back(
+      {"cp-identity", "collective-permute with identity pairs {d,d} == x",
+       "a resharding between equal shardings", true, 1, false, nullptr, [](RuleContext& ctx) {
+         Dist v = In(ctx, 0, {ctx.Size("c", 2)});
+         return RuleSides{CollectivePermute(v, ShiftPairs(ctx.mesh(), ctx.axis(0), 0, true)), v};
+       }});
+  rules.push_back({"singleton-groups", "all-reduce(all-gather(x)) over groups of one device == x",
+                   "", true, 1, false, nullptr, [](RuleContext& ctx) {
+                     const Groups one = AxisGroups(ctx.mesh(), {});
+                     Dist v = In(ctx, 0, {ctx.Size("c", 2)});
+                     return RuleSides{AllReduce(AllGather(v, one, 0), one), v};
+                   }});
+
   // --- all-reduce of a replicated value -> multiply by the group size.
   rules.push_back({"ar-replicated-to-mul", "all-reduce(axis a) of a replicated x == x * group size",
                    "AllReduceSimplifier (ReplicatedParameters)", true, 1, false, nullptr,

@@ -62,7 +62,7 @@ expect 0 "verdict: holds" -- "$bin" check "$src/corpus/hlo/sharded_matmul.hlo"
 expect 2 "bad.hlo:3:13" -- "$bin" check "$tmp/bad.hlo"
 expect 0 "all-reduce-wrong-axis" -- "$bin" fuzz --list-bugs
 expect 0 "failures: 0" -- "$bin" fuzz --cases 30 --seed 7 --out "$tmp/fuzz-clean"
-expect 1 "wrong-result" -- "$bin" fuzz --cases 40 --seed 7 --inject-bug dot-padding-unmasked --out "$tmp/fuzz-bug"
+expect 1 "wrong-result" -- "$bin" fuzz --cases 60 --seed 3 --inject-bug dot-padding-unmasked --out "$tmp/fuzz-bug"
 expect 2 "unknown injected bug" -- "$bin" fuzz --cases 1 --inject-bug no-such-bug
 expect 0 "verdict: holds" -- "$bin" check "$src/corpus/hlo/pipeline_while.hlo"
 expect 0 "proved" -- "$bin" prove rewrites --rule ag-ag-fuse --max-devices 8
@@ -70,6 +70,10 @@ expect 1 "proved [consecutive-permutes]" -- "$bin" lint "$src/corpus/lint/wastef
 expect 0 "0 proved finding(s)" -- "$bin" lint "$src/corpus/lint/good/02_a2a_dim0_to_dim1.hlo"
 expect 1 '"status": "proved"' -- "$bin" lint "$src/corpus/lint/wasteful/01_ag_ds_own_tile.hlo" --format json
 expect 1 '"version": "2.1.0"' -- "$bin" lint "$src/corpus/lint/wasteful/01_ag_ds_own_tile.hlo" --format sarif
+"$bin" lint "$src/corpus/lint/wasteful/03_two_permutes.hlo" --format sarif > "$tmp/lint.sarif"
+expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/sarif-schema-2.1.0.json" "$tmp/lint.sarif"
+"$bin" lint "$src/corpus/lint/wasteful/03_two_permutes.hlo" --format json > "$tmp/lint.json"
+expect 0 "consecutive-permutes" -- python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); f=d["findings"][0]; assert f["status"]=="proved" and f["proposed"]["collectives"]==1, f; print(f["rule"])' "$tmp/lint.json"
 expect 2 "--format must be" -- "$bin" lint "$src/corpus/lint/good/02_a2a_dim0_to_dim1.hlo" --format xml
 expect 2 "--topology" -- "$bin" lint "$src/corpus/lint/good/02_a2a_dim0_to_dim1.hlo" --topology nodes=3
 expect 2 "bad.hlo:3:13" -- "$bin" lint "$tmp/bad.hlo"
@@ -83,6 +87,8 @@ if [ -d "$shared/cases/seed-scatter" ]; then
   expect 1 "T(0,2,1) last_tile_dim_replicate}" -- "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo"
   expect 1 "with topology" -- "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo" --topology nodes=8
   expect 1 "incorrect [incorrect-chain]" -- "$bin" lint "$shared/cases/seed-scatter/simplified.hlo" --global "$shared/cases/seed-scatter/pre.hlo"
+  "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo" --format sarif > "$tmp/seed.sarif"
+  expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/sarif-schema-2.1.0.json" "$tmp/seed.sarif"
   expect 0 "UNSOUND" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo" --same-input-everywhere
 fi
 echo "$pass passed, $failures failed"
