@@ -202,6 +202,33 @@ absl::StatusOr<std::unique_ptr<HloModule>> ParseModuleText(const std::string& te
   return std::move(parsed->module);
 }
 
+Chain ChainBetween(const HloInstruction* source, const HloInstruction* end) {
+  Chain chain;
+  chain.source = source;
+  chain.end = end;
+  absl::flat_hash_set<const HloInstruction*> needed;
+  std::vector<const HloInstruction*> stack = {end};
+  while (!stack.empty()) {
+    const HloInstruction* x = stack.back();
+    stack.pop_back();
+    if (x == source || !needed.insert(x).second) continue;
+    for (const HloInstruction* operand : x->operands()) stack.push_back(operand);
+  }
+  absl::flat_hash_map<const HloInstruction*, bool> depends;
+  depends[source] = true;
+  for (const auto& instruction : end->parent()->instructions()) {
+    const HloInstruction* x = instruction.get();
+    if (!needed.contains(x)) continue;
+    bool d = false;
+    for (const HloInstruction* operand : x->operands()) d |= depends[operand];
+    depends[x] = d;
+    chain.closure.push_back(x);
+    if (d) chain.members.push_back(x);
+    if (d && IsCollective(x->opcode())) ++chain.collectives;
+  }
+  return chain;
+}
+
 std::string ChainModuleText(
     const HloModule& module, const Chain& chain, int64_t num_partitions,
     const absl::flat_hash_map<const HloInstruction*, std::string>& overrides) {

@@ -42,6 +42,10 @@ struct ChainSplit {
 // Chains of the entry computation that contain at least one collective.
 ChainSplit SplitIntoChains(const HloModule& module);
 
+// The chain from `source` to `end` (which must depend on it): the closure of `end` stopping at
+// `source`, members being the instructions that depend on `source`.
+Chain ChainBetween(const HloInstruction* source, const HloInstruction* end);
+
 // True for the opcodes a chain may contain.
 bool IsDataMovement(HloOpcode opcode);
 

@@ -41,6 +41,21 @@ int64_t ScoreOf(const ChainCost& cost) {
   return cost.topology.has_value() ? cost.topology->Score() : cost.flat.Score();
 }
 
+// Drops what the root does not use (the statements a rewrite bypassed), keeping parameters.
+void RemoveDead(HloComputation& computation) {
+  absl::flat_hash_set<const HloInstruction*> live;
+  std::vector<const HloInstruction*> stack = {computation.root()};
+  while (!stack.empty()) {
+    const HloInstruction* h = stack.back();
+    stack.pop_back();
+    if (h == nullptr || !live.insert(h).second) continue;
+    for (const HloInstruction* operand : h->operands()) stack.push_back(operand);
+  }
+  computation.RemoveInstructionsIf([&](const HloInstruction* h) {
+    return h->opcode() != HloOpcode::kParameter && !live.contains(h);
+  });
+}
+
 // What the linted module says about one of its instructions: the global value it holds and the
 // sharding (attribute first, then the trailing comment).
 struct Annotation {
@@ -360,32 +375,10 @@ class ChainLinter {
       unproven = std::move(found);
     }
     // Pattern rewrites: local changes the search does not make (or could not try).
-    for (PatternRewrite& rewrite : PatternRewrites(module_, chain, num_partitions_)) {
-      absl::StatusOr<std::unique_ptr<HloModule>> replacement = ParseModuleText(rewrite.module_text);
-      if (!replacement.ok()) continue;
-      Finding finding = base;
-      finding.proposed = PriceModule(**replacement, num_partitions_, options_.topology);
-      if (ScoreOf(finding.proposed) >= ScoreOf(finding.current)) continue;
-      const smt::ProofResult same = smt::ProveEquivChain(**original, **replacement, ProofOptions());
-      finding.proof = smt::FormatProofResult(same);
-      finding.status =
-          same.verdict == Verdict::kHolds ? FindingStatus::kProved : FindingStatus::kUnproven;
-      finding.rule = rewrite.match.rule;
-      finding.catalog_rule = rewrite.match.catalog_rule;
-      PrintOptions print;
-      print.print_metadata = false;
-      finding.proposed_hlo = PrintModule(**replacement, print);
-      finding.message = Summary(finding, label, rewrite.match.description);
-      if (finding.status == FindingStatus::kProved) {
-        report_.findings.push_back(std::move(finding));
-        return;
-      }
-      if (!unproven.has_value()) unproven = std::move(finding);
-    }
+    if (TryRewrites(chain, label, **original, base, unproven)) return;
     if (unproven.has_value()) report_.findings.push_back(*std::move(unproven));
   }
 
- private:
   smt::ChainProofOptions ProofOptions() const {
     smt::ChainProofOptions proof_options;
     proof_options.num_partitions = num_partitions_;
@@ -403,6 +396,73 @@ class ChainLinter {
         finding.current.flat.max_recv_bytes);
     if (!description.empty()) absl::StrAppend(&message, ": ", description);
     return message;
+  }
+
+  // A partial-sum all-reduce (one that starts a chain) followed by a dynamic-slice of one dim:
+  // a reduce-scatter does the same with (n-1)/n of the bytes instead of 2(n-1)/n.
+  void LintPartialSums(const HloComputation& entry) {
+    for (const auto& instruction : entry.instructions()) {
+      const HloInstruction* slice = instruction.get();
+      if (slice->opcode() != HloOpcode::kDynamicSlice) continue;
+      const HloInstruction* sum = slice->operand(0);
+      if (sum->opcode() != HloOpcode::kAllReduce || sum->operand_count() != 1 ||
+          !sum->shape().IsArray() || Reported(slice->name())) {
+        continue;
+      }
+      const Chain chain = ChainBetween(sum->operand(0), slice);
+      const std::string label = absl::StrCat(sum->name(), " -> ", slice->name());
+      absl::StatusOr<std::unique_ptr<HloModule>> original =
+          ParseModuleText(ChainModuleText(module_, chain, num_partitions_));
+      if (!original.ok()) continue;
+      Finding base;
+      base.instructions = Names(chain.members);
+      base.first_line = sum->location().line;
+      base.last_line = slice->location().line;
+      base.current = PriceModule(**original, num_partitions_, options_.topology);
+      std::optional<Finding> unproven;
+      TryRewrites(chain, label, **original, base, unproven);
+      if (unproven.has_value()) report_.findings.push_back(*std::move(unproven));
+    }
+  }
+
+ private:
+  bool Reported(const std::string& name) const {
+    for (const Finding& f : report_.findings) {
+      if (std::find(f.instructions.begin(), f.instructions.end(), name) != f.instructions.end()) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // Tries the pattern rewrites of `chain`: pushes the first proved cheaper one and returns true;
+  // keeps the first unproven cheaper one in `unproven`.
+  bool TryRewrites(const Chain& chain, const std::string& label, const HloModule& original,
+                   const Finding& base, std::optional<Finding>& unproven) {
+    for (PatternRewrite& rewrite : PatternRewrites(module_, chain, num_partitions_)) {
+      absl::StatusOr<std::unique_ptr<HloModule>> replacement = ParseModuleText(rewrite.module_text);
+      if (!replacement.ok()) continue;
+      RemoveDead(*(*replacement)->entry());
+      Finding finding = base;
+      finding.proposed = PriceModule(**replacement, num_partitions_, options_.topology);
+      if (ScoreOf(finding.proposed) >= ScoreOf(finding.current)) continue;
+      const smt::ProofResult same = smt::ProveEquivChain(original, **replacement, ProofOptions());
+      finding.proof = smt::FormatProofResult(same);
+      finding.status =
+          same.verdict == Verdict::kHolds ? FindingStatus::kProved : FindingStatus::kUnproven;
+      finding.rule = rewrite.match.rule;
+      finding.catalog_rule = rewrite.match.catalog_rule;
+      PrintOptions print;
+      print.print_metadata = false;
+      finding.proposed_hlo = PrintModule(**replacement, print);
+      finding.message = Summary(finding, label, rewrite.match.description);
+      if (finding.status == FindingStatus::kProved) {
+        report_.findings.push_back(std::move(finding));
+        return true;
+      }
+      if (!unproven.has_value()) unproven = std::move(finding);
+    }
+    return false;
   }
 
   // The chain's global meaning: from --global when it covers the chain, else lifted.
@@ -520,6 +580,7 @@ absl::StatusOr<LintReport> LintModule(const HloModule& module, absl::string_view
   report.chains = static_cast<int64_t>(split.chains.size());
   ChainLinter linter(module, comments, options, p, report);
   for (const Chain& chain : split.chains) linter.Lint(chain);
+  linter.LintPartialSums(*module.entry());
   for (Finding& f : RepeatedCollectives(module, p, options.topology, options.timeout_ms)) {
     report.findings.push_back(std::move(f));
   }

@@ -293,8 +293,63 @@ class ModulePartitioner {
       if (!value.ok()) return value.status();
     }
     if (value->sharding == target) return value;
+    if (std::optional<PartitionedValue> scattered = ReduceScatterInstead(b, *value, target)) {
+      return *scattered;
+    }
     context.RememberForm(&instruction, *value);
     return Reshard(b, *value, target);
+  }
+
+  // A handler's all-reduce (of partial sums) whose reshard to the target is one dynamic-slice
+  // keeping, on each device, block p of one dim for the device at position p of its all-reduce
+  // group: a reduce-scatter over the same groups computes exactly that, with (n-1)/n of the
+  // bytes instead of 2(n-1)/n (XLA's ReduceScatterCreator). The all-reduce is left dead.
+  static std::optional<PartitionedValue> ReduceScatterInstead(SpmdBuilder& b,
+                                                              const PartitionedValue& value,
+                                                              const HloSharding& target) {
+    const HloInstruction* sum = value.local;
+    if (sum == nullptr || sum->opcode() != HloOpcode::kAllReduce || sum->operand_count() != 1 ||
+        !sum->shape().IsArray() || !sum->attrs().replica_groups.has_value() ||
+        sum->called_computation("to_apply") == nullptr || !IsPlannable(value.sharding) ||
+        !IsPlannable(target)) {
+      return std::nullopt;
+    }
+    const int64_t n = b.num_partitions();
+    absl::StatusOr<ReshardPlan> plan = PlanReshard(value.global_shape, value.sharding, target, n);
+    if (!plan.ok() || plan->steps.size() != 1 ||
+        plan->steps[0].kind != ReshardStepKind::kDynamicSlice) {
+      return std::nullopt;
+    }
+    const Shape& before = sum->shape();
+    const Shape after = LocalShape(value.global_shape, target);
+    int64_t dim = -1;
+    for (int64_t k = 0; k < before.rank(); ++k) {
+      if (before.dimensions(k) == after.dimensions(k)) continue;
+      if (dim >= 0) return std::nullopt;
+      dim = k;
+    }
+    if (dim < 0) return std::nullopt;
+    const std::vector<std::vector<int64_t>> groups = sum->attrs().replica_groups->groups();
+    if (groups.empty()) return std::nullopt;
+    const int64_t size = static_cast<int64_t>(groups[0].size());
+    if (before.dimensions(dim) != size * after.dimensions(dim)) return std::nullopt;
+    const int64_t rank = before.rank();
+    for (const std::vector<int64_t>& group : groups) {
+      if (static_cast<int64_t>(group.size()) != size) return std::nullopt;
+      for (int64_t p = 0; p < size; ++p) {
+        const int64_t device = group[p];
+        if (device < 0 || device >= n) return std::nullopt;
+        const HeldRegion held = RegionOf(value.sharding, value.global_shape, device);
+        const HeldRegion want = RegionOf(target, value.global_shape, device);
+        for (int64_t k = 0; k < rank; ++k) {
+          const int64_t offset = want.padded_start[k] - held.padded_start[k];
+          if (offset != (k == dim ? p * after.dimensions(dim) : 0)) return std::nullopt;
+        }
+      }
+    }
+    HloInstruction* scattered =
+        b.ReduceScatter(sum->operand(0), dim, groups, sum->called_computation("to_apply"));
+    return PartitionedValue{scattered, value.global_shape, target};
   }
 
   // Drops instructions nothing live uses (values materialised for an annotation whose users all

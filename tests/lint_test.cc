@@ -211,6 +211,9 @@ TEST(LintCorpusTest, NamedPatternsCiteTheirCatalogRules) {
       {"01_ag_ds_own_tile.hlo", "ag-ds-own-part"},
       {"03_two_permutes.hlo", "cp-cp-compose"},
       {"09_masked_allreduce_broadcast.hlo", "masked-ar-to-cbcast"},
+      {"10_partial_sum_allreduce_ds.hlo", "ar-ds-to-rs"},
+      {"04_identity_permute.hlo", "cp-identity"},
+      {"05_singleton_groups.hlo", "singleton-groups"},
   };
   for (const auto& [file, rule] : expected) {
     Linted linted = Lint(dir + file);

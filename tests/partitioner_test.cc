@@ -35,6 +35,7 @@ Shape T(const std::string& text) {
 struct Counts {
   int collectives = 0;
   int all_gather = 0, all_to_all = 0, permute = 0, all_reduce = 0, dynamic_slice = 0;
+  int reduce_scatter = 0;
 };
 
 Counts CountOps(const HloModule& module) {
@@ -58,6 +59,7 @@ Counts CountOps(const HloModule& module) {
         ++c.collectives;
         break;
       case HloOpcode::kReduceScatter:
+        ++c.reduce_scatter;
         ++c.collectives;
         break;
       case HloOpcode::kDynamicSlice:
@@ -244,6 +246,26 @@ ENTRY main {
   Counts c = CountOps(*o.partitioned);
   EXPECT_EQ(c.all_reduce, 1);
   EXPECT_EQ(c.all_gather, 0);
+}
+
+TEST(Partitioner, PartialSumsWantedTiledAreReduceScatteredNotAllReducedAndSliced) {
+  // The dot's partial sums are wanted tiled on rows over the same 4 devices: a reduce-scatter
+  // (3/4 of 128 B received) rather than an all-reduce (6/4) and a dynamic-slice; `spmdcheck lint`
+  // reports the latter as all-reduce-then-slice.
+  fuzz::CheckOutcome o = Check(R"(HloModule a, num_partitions=4
+ENTRY main {
+  p0 = s32[8,8] parameter(0), sharding={devices=[1,4]<=[4]}
+  p1 = s32[8,4] parameter(1), sharding={devices=[4,1]<=[4]}
+  ROOT d = s32[8,4] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[4,1]<=[4]}
+}
+)");
+  ASSERT_EQ(o.status, fuzz::CheckStatus::kHolds) << o.message;
+  ASSERT_NE(o.partitioned, nullptr);
+  Counts c = CountOps(*o.partitioned);
+  EXPECT_EQ(c.reduce_scatter, 1);
+  EXPECT_EQ(c.all_reduce, 0);
+  EXPECT_EQ(c.collectives, 1);
+  EXPECT_EQ(o.stats.fallbacks(), 0);
 }
 
 TEST(Partitioner, BatchShardedConvolutionMovesNoData) {
