@@ -8,12 +8,10 @@
 //   build-smt/bench/prove_chain_bench [SHARED_DIR]
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
-#include "absl/strings/str_replace.h"
+#include "bench/seed_case.h"
 #include "ir/hlo_parser.h"
 #include "smt/chain_prover.h"
 
@@ -66,20 +64,12 @@ bool Run(const char* label, const std::string& text, double limit_seconds) {
 
 int main(int argc, char** argv) {
   const std::string shared = argc > 1 ? argv[1] : SPMDCHECK_SHARED_DIR;
-  std::ifstream in(shared + "/cases/seed-scatter/gspmd.hlo");
-  if (!in) {
+  const std::string shrunk = spmdcheck::bench::ReadSeedChain(shared);
+  if (shrunk.empty()) {
     std::fprintf(stderr, "cannot read %s/cases/seed-scatter/gspmd.hlo\n", shared.c_str());
     return 2;
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string shrunk = buffer.str();
-  // The report's sizes: bf16[8,4,2,64,128] globally, every sharding unchanged.
-  const std::string real = absl::StrReplaceAll(shrunk, {{"[3,1,1,2,4]", "[8,1,1,8,128]"},
-                                                        {"[3,1,2,4]", "[8,1,8,128]"},
-                                                        {"[1,3,2,4]", "[1,8,8,128]"},
-                                                        {"[1,3,16,4]", "[1,8,64,128]"},
-                                                        {"[3,16,4]", "[8,64,128]"}});
+  const std::string real = spmdcheck::bench::AtReportSizes(shrunk);
   bool ok = Run("seed, shrunk (64 devices)", shrunk, 5.0);
   ok = Run("seed, real sizes (64 dev.)", real, 5.0) && ok;
   return ok ? 0 : 1;

@@ -152,7 +152,6 @@ absl::StatusOr<GlobalChain> MeaningFromChain(const Chain& chain, const smt::Chai
   }
   const smt::ChainInput& input = model.inputs()[meaning.input];
   GlobalValue first;
-  const Annotation source = AnnotationOf(*chain.source, comments);
   first.name = "input";
   first.shape = spmdcheck::Shape::Array(chain.source->shape().element_type(), input.global_dims);
   first.current = input.sharding;
@@ -211,7 +210,6 @@ absl::StatusOr<GlobalChain> MeaningFromChain(const Chain& chain, const smt::Chai
     s = absl::StrCat(global.values[i].name, s);
   }
   global.text = absl::StrCat(chain.end->name(), " = ", meaning.text);
-  (void)source;
   return global;
 }
 

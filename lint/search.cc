@@ -355,8 +355,13 @@ absl::StatusOr<SearchResult> SearchShardings(const GlobalChain& chain,
     best[i].assign(candidates[i].size(), kInfinity);
     memory[i].assign(candidates[i].size(), 0);
     from[i].assign(candidates[i].size(), -1);
-    for (size_t a = 0; a < candidates[i - 1].size(); ++a) {
-      if (best[i - 1][a] >= kInfinity) continue;
+    // Cheapest predecessors first, so that the bound below prunes early.
+    std::vector<size_t> order(candidates[i - 1].size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t x, size_t y) { return best[i - 1][x] < best[i - 1][y]; });
+    for (size_t a : order) {
+      if (best[i - 1][a] >= kInfinity) break;
       std::optional<HloSharding> computed =
           LocalResultSharding(*ops[i], candidates[i - 1][a], num_partitions);
       if (!computed.has_value()) continue;

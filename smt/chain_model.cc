@@ -31,20 +31,6 @@ int64_t Product(absl::Span<const int64_t> dims) {
   return p;
 }
 
-bool IsDataOnlyOpcode(HloOpcode op) {
-  switch (op) {
-    case HloOpcode::kAllGather:
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kAllToAll:
-    case HloOpcode::kCollectivePermute:
-    case HloOpcode::kCollectiveBroadcast:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool IsSharedOpcode(HloOpcode op) {
   switch (op) {
     case HloOpcode::kConstant:
@@ -445,6 +431,20 @@ GlobalMeaning Lift(const HloInstruction& h,
 
 }  // namespace
 
+bool IsChainCollective(HloOpcode op) {
+  switch (op) {
+    case HloOpcode::kAllGather:
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kReduceScatter:
+    case HloOpcode::kAllToAll:
+    case HloOpcode::kCollectivePermute:
+    case HloOpcode::kCollectiveBroadcast:
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool IsIndexOperand(const HloInstruction& h, int64_t i) {
   switch (h.opcode()) {
     case HloOpcode::kDynamicSlice:
@@ -599,12 +599,12 @@ absl::StatusOr<ChainModel> ChainModel::Build(const HloInstruction* end, const Hl
       }
     }
     if (data) {
-      if (!IsDataOnlyOpcode(op) && !IsSharedOpcode(op)) {
+      if (!IsChainCollective(op) && !IsSharedOpcode(op)) {
         return Unsupported(*h, "not covered for data values");
       }
     } else if (!IsIntegerOnlyOpcode(op) && !IsSharedOpcode(op)) {
       return Unsupported(
-          *h, IsDataOnlyOpcode(op) ? "collectives on integer index values" : "not covered");
+          *h, IsChainCollective(op) ? "collectives on integer index values" : "not covered");
     }
     const HloAttributes& attrs = h->attrs();
     const bool has_attributes = ((op != HloOpcode::kTranspose && op != HloOpcode::kBroadcast &&

@@ -134,6 +134,9 @@ std::optional<std::vector<int64_t>> AnnotatedGlobalDims(const HloInstruction& in
 // `[a,b,c]`.
 std::string DimsText(absl::Span<const int64_t> dims);
 
+// The collectives a chain may contain (synchronous ones; async start/done pairs are not covered).
+bool IsChainCollective(HloOpcode op);
+
 // Operands that must be integers (dynamic-slice/update offsets, select predicates) whatever the
 // result is.
 bool IsIndexOperand(const HloInstruction& h, int64_t i);
