@@ -360,6 +360,14 @@ class ChainLinter {
         }
       }
     }
+    if (claimed.verdict == Verdict::kUnknown) {
+      // Whatever the global meaning, replicas of the end must still agree.
+      const smt::ProofResult replicas = smt::ProveReplicasAgree(**original, ProofOptions());
+      if (replicas.verdict == Verdict::kFails) {
+        ReportIncorrect(base, replicas, chain, "");
+        return;
+      }
+    }
     std::optional<Finding> unproven;
     if (global.ok() && claimed.verdict != Verdict::kHolds) {
       Note(label, absl::StrCat("the chain's claimed shardings are not proved (",

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "partitioner/sharding_util.h"
 #include "smt/chain_encoding.h"
 #include "smt/chain_model.h"
 #include "smt/tile_encoding.h"
@@ -496,6 +498,67 @@ ProofResult ProveEquivChain(const HloModule& a, const HloModule& b,
       absl::StrCat("device ", at.device, ", local index ", IndexText(at.index), " of ",
                    chain_a->end->name(), " / ", chain_b->end->name(), global, ": A gives ",
                    SourceSumText(got_a, names), ", B gives ", SourceSumText(got_b, names)));
+}
+
+ProofResult ProveReplicasAgree(const HloModule& module, const ChainProofOptions& options) {
+  const int64_t p = options.num_partitions > 0 ? options.num_partitions : module.num_partitions();
+  absl::StatusOr<PreparedChain> chain = Prepare(module, options, p);
+  if (!chain.ok()) return ProofResult::Unknown(StatusText(chain.status()));
+  const HloInstruction* end = chain->end;
+  if (!end->sharding().has_value()) {
+    return ProofResult::Unknown(absl::StrCat(end->name(), " has no sharding= annotation"));
+  }
+  const HloSharding& sharding = *end->sharding();
+  if (!partitioner::IsPlannable(sharding) || !end->shape().IsArray()) {
+    return ProofResult::Unknown(
+        absl::StrCat(end->name(), ": only tiled and replicated array shardings are covered"));
+  }
+  const int64_t rank = end->shape().rank();
+  // Each device's representative: the first device holding the same tile.
+  std::vector<int64_t> representative(p);
+  std::map<std::vector<int64_t>, int64_t> first;
+  bool replicated = false;
+  for (int64_t d = 0; d < p; ++d) {
+    const std::vector<int64_t> place = partitioner::PlaceOf(sharding, rank, d).data_index;
+    auto [it, inserted] = first.emplace(place, d);
+    representative[d] = it->second;
+    replicated |= !inserted;
+  }
+  if (!replicated) return ProofResult::Proved();
+  const ChainModel& model = *chain->model;
+  z3::context ctx;
+  Z3Domain dom(ctx);
+  ChainEvaluator<Z3Domain> eval(model, dom, SymbolicIds(dom, model));
+  const std::vector<int64_t>& local = end->shape().dimensions();
+  const ViolationBuilder violation = [&](const z3::expr& device,
+                                         const std::vector<z3::expr>& index) {
+    eval.set_budget(kMaxEvaluationsPerQuery);
+    const z3::expr partner = TableLookup(ctx, device, representative);
+    z3::expr wrong = eval.EvalData(end, device, index) != eval.EvalData(end, partner, index);
+    if (eval.exhausted()) return std::optional<z3::expr>();
+    return std::optional<z3::expr>(wrong);
+  };
+  const Search search = FindViolation(ctx, p, local, options.timeout_ms, violation);
+  if (search.result == z3::unsat) return ProofResult::Proved();
+  if (search.result == z3::unknown) return ProofResult::Unknown(search.reason);
+  const Position& at = search.at;
+  ConcreteDomain cdom;
+  ChainEvaluator<ConcreteDomain> ceval(model, cdom, ConcreteIds(cdom, model));
+  const int64_t other = representative[at.device];
+  const SourceSum got = ceval.EvalData(end, at.device, at.index);
+  const SourceSum want = ceval.EvalData(end, other, at.index);
+  if (got == want) {
+    return ProofResult::Unknown(absl::StrCat("Z3 reported devices ", at.device, " and ", other,
+                                             " at local index ", IndexText(at.index),
+                                             " but they agree there (encoding bug?)"));
+  }
+  const ChainModel* models[] = {&model};
+  const std::vector<std::string> names = InputNames(cdom.input_keys(), models);
+  return ProofResult::Refuted(
+      absl::StrCat("devices ", other, " and ", at.device, " hold the same tile of ", end->name(),
+                   " under ", sharding.ToString(false), " but differ at local index ",
+                   IndexText(at.index), ": device ", other, " has ", SourceSumText(want, names),
+                   ", device ", at.device, " has ", SourceSumText(got, names)));
 }
 
 ChainEnumeration EnumerateChain(const HloModule& module, const ChainProofOptions& options) {

@@ -41,6 +41,13 @@ ProofResult ProveChain(const HloModule& module, const ChainProofOptions& options
 ProofResult ProveEquivChain(const HloModule& a, const HloModule& b,
                             const ChainProofOptions& options);
 
+// Devices that hold the same tile of `to` under its sharding= (replicas) hold the same values, for
+// every input: a necessary condition for the chain to implement its end's sharding that needs no
+// global meaning. Refutations name two such devices, a local index and both values. As elsewhere in
+// the chain model the end's tiling is taken to be even (no padding that replicas could fill
+// differently).
+ProofResult ProveReplicasAgree(const HloModule& module, const ChainProofOptions& options);
+
 // Brute-force baseline for ProveChain: evaluates every device and every local index of `to`
 // concretely. Same verdicts as ProveChain for chains it covers, at a cost proportional to
 // devices x elements.

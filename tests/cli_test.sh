@@ -87,6 +87,7 @@ if [ -d "$shared/cases/seed-scatter" ]; then
   expect 1 "T(0,2,1) last_tile_dim_replicate}" -- "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo"
   expect 1 "with topology" -- "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo" --topology nodes=8
   expect 1 "incorrect [incorrect-chain]" -- "$bin" lint "$shared/cases/seed-scatter/simplified.hlo" --global "$shared/cases/seed-scatter/pre.hlo"
+  expect 1 "devices 0 and 8 hold the same tile of reshape.6041" -- "$bin" lint "$shared/cases/seed-scatter/simplified.hlo"
   "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo" --format sarif > "$tmp/seed.sarif"
   expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/sarif-schema-2.1.0.json" "$tmp/seed.sarif"
   expect 0 "UNSOUND" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo" --same-input-everywhere

@@ -143,11 +143,17 @@ TEST_F(SeedLintTest, TheReportersRewriteIsRefutedNotASaving) {
   EXPECT_EQ(linted.report.incorrect(), 1);
 }
 
-TEST_F(SeedLintTest, WithoutTheGlobalProgramTheRewriteHasNoMeaningAndSaysSo) {
+TEST_F(SeedLintTest, WithoutTheGlobalProgramTheRewriteIsRefutedByItsOwnReplicas) {
+  // The file alone does not say which global value the rewrite computes, but its root claims
+  // {devices=[2,1,1,32]<=[64] last_tile_dim_replicate}: devices 0 and 8 hold the same tile, yet
+  // device 8 (pipeline stage 1) ends up with stage 1's data.
   Linted linted = Lint(SeedPath("simplified.hlo"));
-  EXPECT_TRUE(linted.report.findings.empty());
-  ASSERT_FALSE(linted.report.notes.empty());
-  EXPECT_THAT(linted.report.notes[0], HasSubstr("--global"));
+  ASSERT_EQ(linted.report.findings.size(), 1u);
+  const Finding& f = linted.report.findings[0];
+  EXPECT_EQ(f.status, FindingStatus::kIncorrect);
+  EXPECT_THAT(f.proof, HasSubstr("refuted: devices 0 and 8 hold the same tile of reshape.6041"));
+  EXPECT_THAT(f.proof, HasSubstr("device 0 has param[0,0,0,0,0], device 8 has param[0,1,0,0,0]"));
+  EXPECT_EQ(linted.report.incorrect(), 1);
 }
 
 TEST_F(SeedLintTest, TopologyFiguresWeightCrossNodeBytes) {

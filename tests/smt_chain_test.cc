@@ -467,6 +467,19 @@ TEST_F(ChainSeedCaseTest, SimplifiedIsRefutedOnANonZeroStageAndTheOracleAgrees) 
   EXPECT_EQ(gspmd_report->verdict, Verdict::kHolds);
 }
 
+TEST_F(ChainSeedCaseTest, ReplicasAgreeInGspmdsChainButNotInTheRewrite) {
+  std::unique_ptr<HloModule> gspmd = Parse(gspmd_text_);
+  std::unique_ptr<HloModule> simplified = Parse(simplified_text_);
+  ASSERT_NE(gspmd, nullptr);
+  ASSERT_NE(simplified, nullptr);
+  EXPECT_EQ(FormatProofResult(ProveReplicasAgree(*gspmd, {})), "proved");
+  const ProofResult result = ProveReplicasAgree(*simplified, {});
+  ASSERT_EQ(result.verdict, Verdict::kFails) << FormatProofResult(result);
+  // Device 8 is pipeline stage 1 and a replica of device 0 under the root's sharding.
+  EXPECT_THAT(result.counterexample,
+              ::testing::HasSubstr("devices 0 and 8 hold the same tile of reshape.6041"));
+}
+
 TEST_F(ChainSeedCaseTest, AWrongMaskIsFoundAndTheBruteForceFindsTheSamePosition) {
   // Keep in-group position 1 instead of 0: the all-reduce then broadcasts stage 1's data. That
   // the seed slices stage 0 is read off reshape.2138 (a guess), so the answer is `unknown` with
