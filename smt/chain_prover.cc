@@ -385,6 +385,8 @@ ProofResult ProveChain(const HloModule& module, const ChainProofOptions& options
   Z3Domain dom(ctx);
   const std::vector<int64_t> ids = SymbolicIds(dom, model);
   ChainEvaluator<Z3Domain> eval(model, dom, ids);
+  const std::vector<int64_t> end_counts = partitioner::TileCounts(
+      chain.end->sharding().value_or(HloSharding::Replicate()), chain.end->shape().rank());
   const ViolationBuilder violation = [&](const z3::expr& device,
                                          const std::vector<z3::expr>& index) {
     eval.set_budget(kMaxEvaluationsPerQuery);
@@ -392,6 +394,9 @@ ProofResult ProveChain(const HloModule& module, const ChainProofOptions& options
     z3::expr_vector wrong(ctx);
     for (size_t k = 0; k < global.size(); ++k) {
       wrong.push_back(global[k] < ctx.int_val(meaning.global_dims[k]));
+      if (options.only_certain_elements && end_counts[k] > 1) {
+        wrong.push_back(global[k] <= ctx.int_val((local[k] - 1) * end_counts[k]));
+      }
     }
     z3::expr expected = dom.Input(ids[meaning.input], eval.InputIndexOf(meaning.steps, global));
     wrong.push_back(eval.EvalData(chain.end, device, index) != expected);
@@ -525,6 +530,12 @@ ProofResult ProveReplicasAgree(const HloModule& module, const ChainProofOptions&
     replicated |= !inserted;
   }
   if (!replicated) return ProofResult::Proved();
+  const std::vector<int64_t> counts = partitioner::TileCounts(sharding, rank);
+  std::vector<std::vector<int64_t>> tile_index(rank, std::vector<int64_t>(p, 0));
+  for (int64_t d = 0; d < p; ++d) {
+    const std::vector<int64_t> place = partitioner::PlaceOf(sharding, rank, d).data_index;
+    for (int64_t k = 0; k < rank; ++k) tile_index[k][d] = place[k];
+  }
   const ChainModel& model = *chain->model;
   z3::context ctx;
   Z3Domain dom(ctx);
@@ -534,9 +545,18 @@ ProofResult ProveReplicasAgree(const HloModule& module, const ChainProofOptions&
                                          const std::vector<z3::expr>& index) {
     eval.set_budget(kMaxEvaluationsPerQuery);
     const z3::expr partner = TableLookup(ctx, device, representative);
-    z3::expr wrong = eval.EvalData(end, device, index) != eval.EvalData(end, partner, index);
+    z3::expr_vector wrong(ctx);
+    wrong.push_back(eval.EvalData(end, device, index) != eval.EvalData(end, partner, index));
+    if (options.only_certain_elements) {
+      for (int64_t k = 0; k < rank; ++k) {
+        if (counts[k] <= 1) continue;
+        const z3::expr global =
+            TableLookup(ctx, device, tile_index[k]) * ctx.int_val(local[k]) + index[k];
+        wrong.push_back(global <= ctx.int_val((local[k] - 1) * counts[k]));
+      }
+    }
     if (eval.exhausted()) return std::optional<z3::expr>();
-    return std::optional<z3::expr>(wrong);
+    return std::optional<z3::expr>(z3::mk_and(wrong));
   };
   const Search search = FindViolation(ctx, p, local, options.timeout_ms, violation);
   if (search.result == z3::unsat) return ProofResult::Proved();

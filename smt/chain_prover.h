@@ -20,6 +20,11 @@ struct ChainProofOptions {
   std::string to;
   int64_t num_partitions = 0;
   int64_t timeout_ms = kDefaultTimeoutMs;
+  // ProveChain and ProveReplicasAgree: look for violations only at elements of `to` that are real
+  // whatever the global size is (a dim of local size L split T ways is at least (L-1)*T+1 long;
+  // beyond that the element may be padding, whose value is arbitrary). Without it, the global
+  // size is taken to be an even split of the annotation, as the chain model assumes.
+  bool only_certain_elements = false;
 };
 
 // The instructions between `from` (default: entry parameters) and `to` (default: root) move data
