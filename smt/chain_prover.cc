@@ -256,6 +256,14 @@ Search FindViolation(z3::context& ctx, int64_t p, absl::Span<const int64_t> loca
   return search;
 }
 
+// The verdict of a search that found no counterexample (proved, or unknown with the reason);
+// nullopt when it found one.
+std::optional<ProofResult> WithoutCounterexample(const Search& search) {
+  if (search.result == z3::unsat) return ProofResult::Proved();
+  if (search.result == z3::unknown) return ProofResult::Unknown(search.reason);
+  return std::nullopt;
+}
+
 // Checks `to`'s sharding and returns its layout and the global dims positions map into.
 absl::StatusOr<ShardingLayout> EndLayout(const PreparedChain& chain, int64_t num_partitions) {
   const std::optional<HloSharding>& sharding = chain.end->sharding();
@@ -404,8 +412,7 @@ ProofResult ProveChain(const HloModule& module, const ChainProofOptions& options
     return std::optional<z3::expr>(z3::mk_and(wrong));
   };
   const Search search = FindViolation(ctx, p, local, options.timeout_ms, violation);
-  if (search.result == z3::unsat) return ProofResult::Proved();
-  if (search.result == z3::unknown) return ProofResult::Unknown(search.reason);
+  if (std::optional<ProofResult> settled = WithoutCounterexample(search)) return *settled;
   const Position& at = search.at;
 
   // Reproduce it concretely: the chain's source at that position vs the expected one.
@@ -474,8 +481,7 @@ ProofResult ProveEquivChain(const HloModule& a, const HloModule& b,
     return std::optional<z3::expr>(wrong);
   };
   const Search search = FindViolation(ctx, p, local, options.timeout_ms, violation);
-  if (search.result == z3::unsat) return ProofResult::Proved();
-  if (search.result == z3::unknown) return ProofResult::Unknown(search.reason);
+  if (std::optional<ProofResult> settled = WithoutCounterexample(search)) return *settled;
   const Position& at = search.at;
 
   ConcreteDomain cdom;
@@ -559,8 +565,7 @@ ProofResult ProveReplicasAgree(const HloModule& module, const ChainProofOptions&
     return std::optional<z3::expr>(z3::mk_and(wrong));
   };
   const Search search = FindViolation(ctx, p, local, options.timeout_ms, violation);
-  if (search.result == z3::unsat) return ProofResult::Proved();
-  if (search.result == z3::unknown) return ProofResult::Unknown(search.reason);
+  if (std::optional<ProofResult> settled = WithoutCounterexample(search)) return *settled;
   const Position& at = search.at;
   ConcreteDomain cdom;
   ChainEvaluator<ConcreteDomain> ceval(model, cdom, ConcreteIds(cdom, model));

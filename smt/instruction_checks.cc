@@ -17,6 +17,8 @@
 #include "ir/hlo_opcode.h"
 #include "ir/hlo_parser.h"
 #include "ir/replica_groups.h"
+#include "smt/chain_model.h"
+#include "smt/chain_model.h"
 #include "smt/tile_encoding.h"
 
 namespace spmdcheck::smt {
@@ -31,20 +33,8 @@ std::string Braces(absl::Span<const int64_t> v) {
 }
 
 bool IsCheckedCollective(HloOpcode op) {
-  switch (op) {
-    case HloOpcode::kAllGather:
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kAllToAll:
-    case HloOpcode::kCollectivePermute:
-    case HloOpcode::kCollectiveBroadcast:
-    case HloOpcode::kAllGatherStart:
-    case HloOpcode::kAllReduceStart:
-    case HloOpcode::kCollectivePermuteStart:
-      return true;
-    default:
-      return false;
-  }
+  return IsChainCollective(op) || op == HloOpcode::kAllGatherStart ||
+         op == HloOpcode::kAllReduceStart || op == HloOpcode::kCollectivePermuteStart;
 }
 
 // Data tile counts per array dim: tiled -> the leading tile dims; replicated ->
