@@ -5,7 +5,8 @@ set -euo pipefail
 SPMDCHECK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SPMDCHECK_BUILD_DIR="${SPMDCHECK_BUILD_DIR:-$SPMDCHECK_ROOT/build}"
 SPMDCHECK_PACKAGES=(cmake ninja-build g++ pkg-config librapidcheck-dev libz3-dev libabsl-dev
-  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3 python3-jsonschema)
+  libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3 python3-jsonschema
+  python3-venv ccache)
 
 spmdcheck_install_packages() {
   local missing=()
@@ -23,9 +24,25 @@ spmdcheck_install_packages() {
   fi
 }
 
+# ccache keeps compiled objects across builds and checkouts: paths under the checkout's parent
+# are hashed relative to it, so two clones side by side (or CI on a machine that built before)
+# share one cache.
+spmdcheck_ccache_env() {
+  if command -v ccache >/dev/null 2>&1; then
+    export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(dirname "$SPMDCHECK_ROOT")}"
+    export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
+    export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
+    echo "-DCMAKE_CXX_COMPILER_LAUNCHER=ccache"
+  fi
+}
+
 spmdcheck_build() {
+  local launcher
+  launcher="$(spmdcheck_ccache_env)"
+  spmdcheck_ccache_env >/dev/null
   if [ ! -f "$SPMDCHECK_BUILD_DIR/build.ninja" ]; then
-    cmake -S "$SPMDCHECK_ROOT" -B "$SPMDCHECK_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+    cmake -S "$SPMDCHECK_ROOT" -B "$SPMDCHECK_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      $launcher >/dev/null
   fi
   if [ "$#" -gt 0 ]; then
     cmake --build "$SPMDCHECK_BUILD_DIR" -j "$(nproc)" --target "$@"
