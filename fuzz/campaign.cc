@@ -14,13 +14,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
-#include "fuzz/check_pipeline.h"
 #include "fuzz/program_gen.h"
 #include "fuzz/reducer.h"
 #include "ir/hlo_printer.h"
 #include "partitioner/injected_bugs.h"
+#include "target/check_pipeline.h"
 
 namespace spmdcheck::fuzz {
+
+using target::CheckOptions;
+using target::CheckOutcome;
+using target::CheckPartitioning;
+using target::CheckStatus;
 namespace {
 
 using Clock = std::chrono::steady_clock;

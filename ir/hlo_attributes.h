@@ -122,6 +122,13 @@ struct HloAttributes {
   std::optional<std::string> distribution;  // rng_uniform, rng_normal
 };
 
+// Custom-call targets that only annotate a value with a sharding (the identity on values):
+// GSPMD's `Sharding` and Shardy's round-trip `xla.sdy.FuncResultSharding` (what XLA's
+// before_optimizations dump of a Shardy compile carries on results).
+inline bool IsShardingAnnotationTarget(absl::string_view target) {
+  return target == "Sharding" || target == "xla.sdy.FuncResultSharding";
+}
+
 }  // namespace spmdcheck
 
 #endif  // SPMDCHECK_IR_HLO_ATTRIBUTES_H_

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/lexer.h"
+#include "ir/mesh.h"
 #include "ir/shape_inference.h"
 #include "ir/source_text.h"
 
@@ -220,6 +221,11 @@ class Parser {
   absl::Status ParseTileAssignment(TileAssignment* tiles, bool allow_list,
                                    bool* single_device_list);
   absl::Status ParseReplicaGroups(ReplicaGroups* groups);
+  // XLA's mesh-axes form: `mesh['a'=2,'b'=4] {'b'}` (with `, device_ids=(...)` after the axes
+  // when the device order is no plain iota, and sub-axes `'a':(1)2`).
+  absl::Status ParseMeshAxesReplicaGroups(ReplicaGroups* groups);
+  // A mesh axis name: quoted ('a' or "a") or a bare identifier.
+  absl::Status ParseAxisName(std::string* name);
   absl::Status ParseSourceTargetPairs(SourceTargetPairs* pairs);
   absl::Status ParseLiteral(const Shape& shape, Literal* literal, int depth = 0);
   absl::Status ParseArrayElements(Literal* literal, int64_t dim, int64_t* next, int depth);
@@ -517,12 +523,12 @@ absl::Status Parser::ParseLayout(Shape* shape) {
       if (c == '(') ++depth;
       if (c == ')' && --depth < 0) return ErrorAt(p, "unbalanced ')' in the layout");
       if (c == '}' && depth == 0) break;
-      const bool allowed = std::isalnum(static_cast<unsigned char>(c)) || c == '(' ||
-                           c == ')' || c == ',' || c == '*' || c == ':' || c == '#' ||
-                           c == '_' || c == ' ' || c == '.' || c == '-';
+      const bool allowed = std::isalnum(static_cast<unsigned char>(c)) || c == '(' || c == ')' ||
+                           c == ',' || c == '*' || c == ':' || c == '#' || c == '_' || c == ' ' ||
+                           c == '.' || c == '-';
       if (!allowed) {
-        return ErrorAt(p, absl::StrCat("unexpected character '", std::string(1, c),
-                                       "' in the layout"));
+        return ErrorAt(
+            p, absl::StrCat("unexpected character '", std::string(1, c), "' in the layout"));
       }
       ++p;
     }
@@ -837,8 +843,115 @@ absl::Status Parser::ParseSharedSharding(SharedSharding* sharding) {
   return absl::OkStatus();
 }
 
+absl::Status Parser::ParseAxisName(std::string* name) {
+  const char c = lex_.Peek();
+  if (c == '\'' || c == '"') {
+    absl::StatusOr<std::string> value = lex_.ConsumeString();
+    if (!value.ok()) return Error(value.status().message());
+    *name = *std::move(value);
+    return absl::OkStatus();
+  }
+  absl::string_view identifier = lex_.ConsumeIdentifier();
+  if (identifier.empty()) return Error("expected a mesh axis name");
+  *name = std::string(identifier);
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseMeshAxesReplicaGroups(ReplicaGroups* groups) {
+  const size_t start = lex_.pos();
+  if (lex_.TryConsumeKeyword("maximal_mesh")) {
+    return ErrorAt(start, "replica groups over a maximal mesh (one device) are not supported");
+  }
+  if (!lex_.TryConsumeKeyword("mesh")) return Error("expected 'mesh['");
+  absl::Status status = Expect('[', "to open the mesh axes");
+  if (!status.ok()) return status;
+  std::vector<MeshAxis> axes;
+  if (!lex_.TryConsume(']')) {
+    do {
+      MeshAxis axis;
+      status = ParseAxisName(&axis.name);
+      if (!status.ok()) return status;
+      status = Expect('=', "after a mesh axis name");
+      if (!status.ok()) return status;
+      status = ParseInt(&axis.size, "a mesh axis size");
+      if (!status.ok()) return status;
+      axes.push_back(std::move(axis));
+    } while (lex_.TryConsume(','));
+    status = Expect(']', "to close the mesh axes");
+    if (!status.ok()) return status;
+  }
+  std::optional<TileAssignment> devices;
+  const size_t before_devices = lex_.pos();
+  if (lex_.TryConsume(',') && lex_.TryConsumeKeyword("device_ids")) {
+    status = Expect('=', "after device_ids");
+    if (!status.ok()) return status;
+    status = Expect('(', "to open the mesh's device ids");
+    if (!status.ok()) return status;
+    std::vector<int64_t> sizes;
+    for (const MeshAxis& axis : axes) sizes.push_back(axis.size);
+    if (lex_.Peek() == '[') {
+      TileAssignment tiles;
+      status = ParseTileAssignment(&tiles, /*allow_list=*/true, nullptr);
+      if (!status.ok()) return status;
+      devices = tiles.Reshape(sizes);
+      if (tiles.num_elements() != devices->num_elements()) {
+        return ErrorAt(before_devices, "the mesh's device ids do not match its axis sizes");
+      }
+    } else {
+      std::vector<int64_t> ids;
+      do {
+        int64_t id = 0;
+        status = ParseInt(&id, "a device id");
+        if (!status.ok()) return status;
+        ids.push_back(id);
+      } while (lex_.TryConsume(','));
+      absl::StatusOr<TileAssignment> tiles = TileAssignment::Explicit(sizes, std::move(ids));
+      if (!tiles.ok()) return ErrorAt(before_devices, tiles.status().message());
+      devices = *std::move(tiles);
+    }
+    status = Expect(')', "to close the mesh's device ids");
+    if (!status.ok()) return status;
+  } else {
+    lex_.set_pos(before_devices);
+  }
+  absl::StatusOr<Mesh> mesh = Mesh::Create(axes, devices);
+  if (!mesh.ok()) return ErrorAt(start, mesh.status().message());
+  status = Expect('{', "to open the replica groups' mesh axes");
+  if (!status.ok()) return status;
+  std::vector<MeshAxisRef> refs;
+  if (!lex_.TryConsume('}')) {
+    do {
+      const size_t at = lex_.pos();
+      std::string name;
+      status = ParseAxisName(&name);
+      if (!status.ok()) return status;
+      std::optional<int64_t> index = mesh->AxisIndex(name);
+      if (!index.has_value()) return ErrorAt(at, absl::StrCat("no mesh axis '", name, "'"));
+      MeshAxisRef ref{*index, 1, 0};
+      if (lex_.TryConsume(':')) {
+        status = Expect('(', "to open a sub-axis pre-size");
+        if (!status.ok()) return status;
+        status = ParseInt(&ref.pre_size, "a sub-axis pre-size");
+        if (!status.ok()) return status;
+        status = Expect(')', "to close a sub-axis pre-size");
+        if (!status.ok()) return status;
+        status = ParseInt(&ref.size, "a sub-axis size");
+        if (!status.ok()) return status;
+      }
+      refs.push_back(ref);
+    } while (lex_.TryConsume(','));
+    status = Expect('}', "to close the replica groups' mesh axes");
+    if (!status.ok()) return status;
+  }
+  absl::StatusOr<ReplicaGroups> result = mesh->ReplicaGroupsOver(refs);
+  if (!result.ok()) return ErrorAt(start, result.status().message());
+  *groups = *std::move(result);
+  return absl::OkStatus();
+}
+
 absl::Status Parser::ParseReplicaGroups(ReplicaGroups* groups) {
   const size_t start = lex_.pos();
+  if (lex_.Peek() == 'm') return ParseMeshAxesReplicaGroups(groups);
   if (lex_.Peek() == '[') {
     TileAssignment tiles;
     absl::Status status = ParseTileAssignment(&tiles, /*allow_list=*/false, nullptr);

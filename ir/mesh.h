@@ -10,6 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "ir/replica_groups.h"
 #include "ir/sharding.h"
 #include "ir/tile_assignment.h"
 
@@ -18,6 +20,15 @@ namespace spmdcheck {
 struct MeshAxis {
   std::string name;
   int64_t size = 1;
+};
+
+// One axis of XLA's mesh-axes replica groups (`mesh['a'=2,'b'=4] {'b'}`): mesh axis `axis`,
+// whole, or its sub-axis `'b':(pre_size)size` (the middle factor when the axis is viewed as
+// [pre_size, size, rest], major first).
+struct MeshAxisRef {
+  int64_t axis = 0;
+  int64_t pre_size = 1;
+  int64_t size = 0;  // 0: the whole axis.
 };
 
 class Mesh {
@@ -35,6 +46,12 @@ class Mesh {
   // become a replication subgroup (`last_tile_dim_replicate`). Each axis at most once.
   absl::StatusOr<HloSharding> ShardingFor(
       const std::vector<std::vector<std::string>>& dim_axes) const;
+
+  // The replica groups XLA's mesh-axes form denotes: devices that differ only in the digits of
+  // `axes` share a group, ordered by them (the first listed is the major one), groups ordered by
+  // the remaining digits. Errors for unknown axes, sub-axes that do not divide their axis, and
+  // overlapping references.
+  absl::StatusOr<ReplicaGroups> ReplicaGroupsOver(absl::Span<const MeshAxisRef> axes) const;
 
   // `mesh[data=2,model=4]`, plus ` devices=...` when the device order is not the plain iota.
   std::string ToString() const;

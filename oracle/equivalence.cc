@@ -127,15 +127,19 @@ struct Claim {
 // Claims from `// holds=NAME [sharding={...}]` comments on an instruction's lines, else from an
 // instruction of the global program with the same name; the sharding is the comment's, else the
 // instruction's own `sharding=`.
-absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(const HloModule& global,
-                                                           const HloModule& partitioned,
-                                                           absl::string_view source) {
+absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(
+    const HloModule& global, const HloModule& partitioned, absl::string_view source,
+    const std::map<std::string, EquivOptions::HeldValue>& given) {
   std::vector<absl::string_view> lines = absl::StrSplit(source, '\n');
   absl::flat_hash_map<const HloInstruction*, Claim> claims;
   const auto& instructions = partitioned.entry()->instructions();
   for (size_t k = 0; k < instructions.size(); ++k) {
     const HloInstruction& instruction = *instructions[k];
     std::optional<Claim> claim;
+    if (auto it = given.find(instruction.name()); it != given.end()) {
+      claims.emplace(&instruction, Claim{it->second.global, it->second.sharding});
+      continue;
+    }
     const int64_t first_line = instruction.location().line;
     const int64_t last_line = k + 1 < instructions.size()
                                   ? std::max(first_line, instructions[k + 1]->location().line - 1)
@@ -167,6 +171,10 @@ std::string IndexText(const std::vector<int64_t>& index) {
 }
 
 }  // namespace
+
+Tolerance ResultTolerance(const Shape& root_shape, bool float_inputs) {
+  return ToleranceFor(root_shape, float_inputs ? InputStyle::kReals : InputStyle::kSmallIntegers);
+}
 
 absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloModule& second,
                                              const EquivOptions& options) {
@@ -389,7 +397,7 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
   // program order.
   if (!both_partitioned) {
     const absl::flat_hash_map<const HloInstruction*, Claim> claims =
-        ClaimsOf(first, second, options.partitioned_source);
+        ClaimsOf(first, second, options.partitioned_source, options.claims);
     absl::flat_hash_set<std::string> wanted;
     for (const auto& [instruction, claim] : claims) wanted.insert(claim.holds);
     absl::flat_hash_map<std::string, Literal> global_values;
@@ -400,14 +408,11 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
       }
     });
     const int64_t replay = report.failing_trial >= 0 ? report.failing_trial : 0;
-    std::mt19937_64 rng(TrialSeed(options.seed, replay));
-    std::vector<Literal> globals;
-    for (size_t i = 0; i < first_params.size(); ++i) {
-      const HloSharding& sharding = ShardingOr(first_params[i], second_params[i]);
-      const ParameterProfile profile = i < profiles.size() ? profiles[i] : ParameterProfile{};
-      Literal global = RandomLiteral(first_params[i]->shape(), profile, style, rng);
-      if (options.same_input_everywhere) global = RepeatTileZero(global, sharding);
-      globals.push_back(std::move(global));
+    std::vector<Literal> globals = TrialInputs(first, options.seed, replay, style);
+    if (options.same_input_everywhere) {
+      for (size_t i = 0; i < globals.size(); ++i) {
+        globals[i] = RepeatTileZero(globals[i], ShardingOr(first_params[i], second_params[i]));
+      }
     }
     std::vector<std::vector<Literal>> second_args;
     if (!claims.empty() && shard_inputs(globals, &second_args).ok() &&

@@ -5,6 +5,7 @@
 #define SPMDCHECK_ORACLE_EQUIVALENCE_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,14 @@ struct EquivOptions {
   // The partitioned module's source text, for `// holds=NAME [sharding={...}]` comments that name
   // the global value an instruction holds (optional; without them, values are matched by name).
   std::string partitioned_source;
+  // Claims given by the caller: partitioned instruction name -> the global instruction whose
+  // value it holds and the sharding it holds it under (e.g. read from XLA's metadata). They
+  // come before comments and same-name matching.
+  struct HeldValue {
+    std::string global;
+    HloSharding sharding;
+  };
+  std::map<std::string, HeldValue> claims;
 };
 
 // Where a partitioned program first leaves the value its `sharding=` annotation promises.
@@ -63,6 +72,9 @@ struct EquivReport {
 
 absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloModule& second,
                                              const EquivOptions& options);
+
+// The tolerance CheckEquivalence compares results of `root_shape` with.
+Tolerance ResultTolerance(const Shape& root_shape, bool float_inputs);
 
 // Human-readable report (what the CLI prints).
 std::string FormatEquivReport(const EquivReport& report);

@@ -116,4 +116,17 @@ uint64_t TrialSeed(uint64_t seed, int64_t trial) {
   return x ^ (x >> 31);
 }
 
+std::vector<Literal> TrialInputs(const HloModule& global, uint64_t seed, int64_t trial,
+                                 InputStyle style) {
+  const std::vector<ParameterProfile> profiles = ProfileParameters(global);
+  std::mt19937_64 rng(TrialSeed(seed, trial));
+  std::vector<Literal> inputs;
+  const std::vector<HloInstruction*> params = global.entry()->parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const ParameterProfile profile = i < profiles.size() ? profiles[i] : ParameterProfile{};
+    inputs.push_back(RandomLiteral(params[i]->shape(), profile, style, rng));
+  }
+  return inputs;
+}
+
 }  // namespace spmdcheck::oracle

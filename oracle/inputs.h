@@ -33,6 +33,12 @@ std::vector<ParameterProfile> ProfileParameters(const HloModule& module);
 Literal RandomLiteral(const Shape& shape, const ParameterProfile& profile, InputStyle style,
                       std::mt19937_64& rng);
 
+// The global inputs of trial `trial` of a check seeded with `seed`: one RandomLiteral per entry
+// parameter of `global`, drawn in order from TrialSeed(seed, trial). CheckEquivalence draws the
+// same, so other executors (XLA) can run a trial on identical inputs.
+std::vector<Literal> TrialInputs(const HloModule& global, uint64_t seed, int64_t trial,
+                                 InputStyle style);
+
 // Independent, well-mixed seed for trial `trial` of a run seeded with `seed`.
 uint64_t TrialSeed(uint64_t seed, int64_t trial);
 

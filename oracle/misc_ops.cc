@@ -135,7 +135,8 @@ absl::StatusOr<Literal> HandleCustomCall(const HloInstruction& instruction,
                                          absl::Span<const Literal* const> operands,
                                          const EvalEnv& env) {
   const std::string target = instruction.attrs().custom_call_target.value_or("");
-  if (target == "Sharding" || (target == "SPMDShardToFullShape" && env.num_partitions == 1)) {
+  if (IsShardingAnnotationTarget(target) ||
+      (target == "SPMDShardToFullShape" && env.num_partitions == 1)) {
     // A sharding annotation is the identity on values.
     return HandleFirstOperand(instruction, operands, env);
   }

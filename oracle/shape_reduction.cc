@@ -549,7 +549,7 @@ void Shrinker::AnalyzeInstruction(HloInstruction* instr) {
       return;
     case HloOpcode::kCustomCall: {
       const std::string target = instr->attrs().custom_call_target.value_or("");
-      if (target == "Sharding" && instr->operand_count() == 1) {
+      if (IsShardingAnnotationTarget(target) && instr->operand_count() == 1) {
         TieSame(operands[0], instr, "custom-call Sharding");
         return;
       }

@@ -6,7 +6,7 @@ SPMDCHECK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SPMDCHECK_BUILD_DIR="${SPMDCHECK_BUILD_DIR:-$SPMDCHECK_ROOT/build}"
 SPMDCHECK_PACKAGES=(cmake ninja-build g++ pkg-config librapidcheck-dev libz3-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3 python3-jsonschema
-  python3-venv ccache)
+  python3-venv ccache nlohmann-json3-dev clang-format)
 
 spmdcheck_install_packages() {
   local missing=()
@@ -49,4 +49,30 @@ spmdcheck_build() {
   else
     cmake --build "$SPMDCHECK_BUILD_DIR" -j "$(nproc)"
   fi
+}
+
+# The XLA worker's Python environment: a virtual environment (default .venv in the checkout;
+# SPMDCHECK_XLA_VENV points at another) with the pinned jax/jaxlib of
+# workers/xla/requirements.txt, installed when missing or when the requirements changed. Under
+# CI=true a failed install is an error; elsewhere everything but the XLA partitioners still works
+# and `--partitioner xla` answers "unknown: XLA is not available".
+spmdcheck_python_env() {
+  local venv="${SPMDCHECK_XLA_VENV:-$SPMDCHECK_ROOT/.venv}"
+  local requirements="$SPMDCHECK_ROOT/workers/xla/requirements.txt"
+  local stamp="$venv/.spmdcheck-requirements"
+  if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$requirements" "$stamp"; then
+    return 0
+  fi
+  echo "setting up the XLA worker's Python environment in $venv (pinned jax, see $requirements)"
+  if { [ -x "$venv/bin/python" ] || python3 -m venv "$venv"; } &&
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"; then
+    cp "$requirements" "$stamp"
+    return 0
+  fi
+  if [ "${CI:-}" = "true" ]; then
+    echo "error: installing jax into $venv failed (CI=true needs XLA)" >&2
+    return 1
+  fi
+  echo "warning: installing jax into $venv failed: the XLA partitioners will be unavailable" >&2
+  return 0
 }

@@ -322,5 +322,61 @@ RC_GTEST_PROP(ReplicaGroupsProperties, CanonicalKeepsTheGroups, ()) {
   RC_ASSERT(*ParseReplicaGroups(canonical.ToString()) == g);
 }
 
+// --- XLA's mesh-axes form (jaxlib 0.10.2 prints `replica_groups=mesh['axis_0'=2,'axis_1'=4]
+// {'axis_1'}`): the devices that differ only in the named axes form a group. Expected groups
+// worked out by hand from XLA's definition (reshape the mesh's devices by the axis sizes, move
+// the named axes last, chunk). ---------------------------------------------------------------
+
+TEST(ReplicaGroupsMeshAxes, WholeAxes) {
+  EXPECT_EQ(MustParse("mesh['axis_0'=8,'axis_1'=1] {'axis_0'}").groups(),
+            (Groups{{0, 1, 2, 3, 4, 5, 6, 7}}));
+  EXPECT_EQ(MustParse("mesh['axis_0'=2,'axis_1'=4] {'axis_1'}").groups(),
+            (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+  EXPECT_EQ(MustParse("mesh['axis_0'=2,'axis_1'=4] {'axis_0'}").groups(),
+            (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  // Listed order decides the order inside a group: b major, a minor.
+  EXPECT_EQ(MustParse("mesh['a'=2,'b'=4] {'b','a'}").groups(), (Groups{{0, 4, 1, 5, 2, 6, 3, 7}}));
+  EXPECT_EQ(MustParse("mesh[a=2,b=4] {}").groups(),
+            (Groups{{0}, {1}, {2}, {3}, {4}, {5}, {6}, {7}}));
+}
+
+TEST(ReplicaGroupsMeshAxes, SubAxes) {
+  // 'a':(1)2 is the major factor of 2 of an axis of 8; 'a':(2)2 the middle one.
+  EXPECT_EQ(MustParse("mesh['a'=8] {'a':(1)2}").groups(), (Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}}));
+  EXPECT_EQ(MustParse("mesh['a'=8] {'a':(2)2}").groups(), (Groups{{0, 2}, {1, 3}, {4, 6}, {5, 7}}));
+  EXPECT_EQ(MustParse("mesh['a'=8] {'a':(1)2,'a':(4)2}").groups(),
+            (Groups{{0, 1, 4, 5}, {2, 3, 6, 7}}));
+}
+
+TEST(ReplicaGroupsMeshAxes, ExplicitDeviceIds) {
+  EXPECT_EQ(MustParse("mesh['a'=2,'b'=2], device_ids=(3,2,1,0) {'b'}").groups(),
+            (Groups{{3, 2}, {1, 0}}));
+}
+
+TEST(ReplicaGroupsMeshAxes, InAnInstruction) {
+  absl::StatusOr<ParsedModule> m = ParseHloModule(R"(HloModule m, num_partitions=8
+add {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT s = f32[] add(a, b)
+}
+ENTRY e {
+  p = f32[4] parameter(0)
+  ROOT r = f32[4] all-reduce(p), channel_id=2, replica_groups=mesh['axis_0'=2,'axis_1'=4] {'axis_1'}, use_global_device_ids=true, to_apply=add
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_EQ(m->module->entry()->root()->attrs().replica_groups->groups(),
+            (Groups{{0, 1, 2, 3}, {4, 5, 6, 7}}));
+}
+
+TEST(ReplicaGroupsMeshAxes, BadInputIsAnError) {
+  for (const char* text :
+       {"mesh['a'=8] {'b'}", "mesh['a'=8] {'a':(3)2}", "mesh['a'=8] {'a','a'}",
+        "mesh['a'=4] {'a':(1)2,'a':(1)4}", "mesh['a'=2,'b'=2], device_ids=(3,2,1) {'b'}",
+        "maximal_mesh[device_id=3] {}"}) {
+    EXPECT_FALSE(ParseReplicaGroups(text).ok()) << text;
+  }
+}
+
 }  // namespace
 }  // namespace spmdcheck

@@ -1,15 +1,23 @@
-// `spmdcheck check FILE [--num-partitions N] [--trials K] [--seed S] [--stats] [--compare PART]
-// [--no-shrink] [--inject-bug NAME]`: partition with the reference partitioner, then judge the
-// result with the oracle (see docs/check.md).
+// `spmdcheck check FILE [--partitioner SPEC[,SPEC]] [--num-partitions N] [--trials K] [--seed S]
+// [--stats] [--compare PART] [--no-shrink] [--no-widen] [--no-execute] [--dump DIR]`: partition
+// with the partitioner under test, then judge the result (see docs/check.md).
+#include <cctype>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "fuzz/check_pipeline.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "ir/hlo_printer.h"
 #include "oracle/equivalence.h"
 #include "partitioner/cost_model.h"
+#include "target/check_pipeline.h"
+#include "target/reference_partitioner.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
+#include "tools/partitioner_flags.h"
 
 namespace spmdcheck::cli {
 
@@ -19,37 +27,155 @@ void PrintPartitionStats(const partitioner::PartitionStats& stats, const HloModu
 namespace {
 
 constexpr char kCheckHelp[] =
-    R"(usage: spmdcheck check FILE [--num-partitions N] [--trials K] [--seed S] [--stats]
-                       [--compare PARTITIONED] [--no-shrink] [--inject-bug NAME]
+    R"(usage: spmdcheck check FILE [--partitioner SPEC[,SPEC...]] [--num-partitions N] [--trials K]
+                       [--seed S] [--stats] [--compare PARTITIONED] [--no-shrink] [--no-widen]
+                       [--no-execute] [--dump DIR] [--inject-bug NAME] [--xla-venv DIR]
 
-Partitions FILE with the reference partitioner and checks with the oracle that the partitioned
-program computes FILE's result on every device (random inputs, padding poisoned).
-  --num-partitions N      partition count (default: the module's num_partitions)
+Partitions FILE with the partitioner under test and checks that the partitioned program computes
+FILE's result on every device (random inputs, padding poisoned). For XLA's partitioners three
+checks run: XLA's module after spmd-partitioning against the module XLA received, on our oracle;
+XLA's sharded executable against XLA's single-device run of the same program; and our
+interpreter against that single-device run. A failure is claimed only when XLA's own execution
+confirms it; what only our oracle sees is reported as oracle-only (unknown).
+)"
+    R"(  --num-partitions N      partition count (default: the module's num_partitions)
   --trials K              random trials (default 2); --seed S (default 1)
-  --stats                 handled/fallback counts and the collective cost of our partitioning
+  --stats                 the collective cost of each partitioning (and, for XLA, of ours)
   --compare PARTITIONED   also print the collective cost of another partitioned module
-                          (e.g. XLA's dump) next to ours
   --no-shrink             do not shrink arrays over the oracle's budget (then: unknown)
-  --no-widen              keep bf16/f16/f8 arithmetic (default: both programs run in f32,
-                          since partitioning legitimately reorders sums)
-  --inject-bug NAME       switch on an injected partitioner bug (spmdcheck fuzz --list-bugs)
-Exit codes: 0 holds, 1 fails (counterexample printed), 2 bad input, 3 unknown (unsupported
-op or limit; the message names it).
+  --no-widen              keep bf16/f16/f8 arithmetic in the oracle
+  --no-execute            XLA: do not run XLA's executables (a fail is then unconfirmed)
+  --dump DIR              write what each partitioner received and produced to DIR
+)"
+    R"(Exit codes: 0 holds, 1 fails (a counterexample, a crash, or a finding such as
+xla-rejects-valid-module), 2 bad input, 3 unknown (unsupported, a limit, oracle-only,
+oracle-disagrees, XLA unavailable or timed out; the message names it).
 )";
+
+std::string CostLine(const HloModule& module, int64_t partitions) {
+  partitioner::ModuleCost cost = partitioner::CostOfModule(module, partitions);
+  return absl::StrCat("collectives: ", cost.total.collectives, " (", cost.total.collective_permutes,
+                      " collective-permute), max bytes received per device: ",
+                      cost.total.max_recv_bytes, ", sent: ", cost.total.max_send_bytes);
+}
+
+std::string ShellWord(const std::string& word) {
+  if (!word.empty() && word.find_first_of(" \t'\"\\$`;&|<>()*?!#~") == std::string::npos) {
+    return word;
+  }
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+void WriteDump(const std::string& dir, const std::string& spec, const std::string& what,
+               const std::string& text, std::ostream& out) {
+  if (text.empty()) return;
+  std::string safe;
+  for (char c : spec) safe += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  const std::string path = absl::StrCat(dir, "/", safe.substr(0, 40), ".", what, ".hlo");
+  std::ofstream file(path);
+  file << text;
+  out << "dumped: " << path << (file.good() ? "" : " (write failed)") << "\n";
+}
+
+// Prints one partitioner's verdict; returns its exit code.
+int Report(const target::CheckOutcome& o, const std::string& reproduce, std::ostream& out,
+           std::ostream& err) {
+  if (o.finding == target::Finding::kUnavailable) {
+    err << "spmdcheck check: unknown: " << o.message << "\n";
+  }
+  if (!o.self_report.name.empty()) {
+    out << "partitioner: " << o.self_report.name;
+    if (!o.self_report.version.empty()) out << " (" << o.self_report.version << ")";
+    if (o.self_report.seconds > 0) {
+      out << ", " << absl::StrFormat("%.2f", o.self_report.seconds) << " s";
+    }
+    out << "\n";
+  }
+  for (const std::string& note : o.self_report.notes) out << "note: " << note << "\n";
+  if (!o.shrink_note.empty()) out << "shrunk: " << o.shrink_note << "\n";
+  for (const std::string& change : o.received_changes) {
+    out << "received: XLA's HLO -> StableHLO -> HLO round trip changed the module: " << change
+        << "\n";
+  }
+  for (const std::string& note : o.notes) out << "note: " << note << "\n";
+  int code = kExitUnknown;
+  switch (o.status) {
+    case target::CheckStatus::kHolds:
+    case target::CheckStatus::kFails:
+      if (o.oracle_ran) {
+        std::string report = oracle::FormatEquivReport(o.report);
+        if (o.finding == target::Finding::kConfirmedByXla) {
+          // The oracle's own lines follow; the verdict line states who confirmed it.
+          out << "verdict: fails (confirmed by XLA's own execution)\nreason: " << o.message
+              << "\noracle: ";
+        }
+        out << report;
+      } else {
+        out << "verdict: " << target::CheckStatusName(o.status) << "\nreason: " << o.message
+            << "\n";
+      }
+      code = o.status == target::CheckStatus::kHolds ? kExitHolds : kExitFails;
+      break;
+    case target::CheckStatus::kUnsupported:
+    case target::CheckStatus::kTimeout:
+      out << "verdict: unknown\nreason: "
+          << (o.status == target::CheckStatus::kTimeout ? "timeout: " : "") << o.message << "\n";
+      if (o.oracle_ran && o.finding != target::Finding::kNone) {
+        out << "oracle: " << oracle::FormatEquivReport(o.report);
+      }
+      code = kExitUnknown;
+      break;
+    case target::CheckStatus::kCrash:
+      out << "verdict: fails\nreason: crash: " << o.message << "\n";
+      code = kExitFails;
+      break;
+    case target::CheckStatus::kRejected:
+      out << "verdict: fails\nfinding: xla-rejects-valid-module (our verifier accepts it): "
+          << o.message << "\n";
+      code = kExitFails;
+      break;
+  }
+  if (o.xla_end_to_end.has_value()) {
+    const target::ExecutionCheck& e = *o.xla_end_to_end;
+    out << "xla end to end: " << VerdictName(e.verdict);
+    if (e.verdict == Verdict::kHolds) {
+      out << " (sharded executable = single-device run on every device, " << e.trials_run
+          << " trial(s))";
+    } else if (!e.detail.empty()) {
+      out << ": " << e.detail;
+    }
+    out << "\n";
+  }
+  if (o.interpreter_vs_xla.has_value()) {
+    const target::ExecutionCheck& e = *o.interpreter_vs_xla;
+    out << "interpreter vs xla: " << VerdictName(e.verdict);
+    if (e.verdict != Verdict::kHolds && !e.detail.empty()) out << ": " << e.detail;
+    out << "\n";
+  }
+  for (const std::string& warning : o.self_report.warnings) {
+    out << "partitioner said: " << warning << "\n";
+  }
+  out << "reproduce: " << reproduce << "\n";
+  return code;
+}
 
 }  // namespace
 
 int RunCheck(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv, {"--num-partitions", "--trials", "--seed", "--compare", "--inject-bug"},
-                  {"--stats", "--no-shrink", "--no-widen", "--help"});
+  std::set<std::string> value_flags = {"--num-partitions", "--trials", "--seed", "--compare",
+                                       "--dump"};
+  value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
+  absl::StatusOr<Args> args = Args::Parse(
+      argv, value_flags, {"--stats", "--no-shrink", "--no-widen", "--no-execute", "--help"});
   if (!args.ok()) return BadInput(err, "check", args.status().message());
   if (args->Has("--help")) {
-    out << kCheckHelp;
+    out << kCheckHelp << kPartitionerFlagsHelp;
     return kExitHolds;
   }
   if (args->positional().size() != 1) {
-    err << kCheckHelp;
+    err << kCheckHelp << kPartitionerFlagsHelp;
     return kExitBadInput;
   }
   absl::StatusOr<int64_t> partitions = args->GetInt("--num-partitions", 0);
@@ -61,61 +187,90 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   if (*partitions < 0 || *partitions > 65536 || *trials < 1) {
     return BadInput(err, "check", "--num-partitions must be in [1, 65536] and --trials >= 1");
   }
+  absl::StatusOr<PartitionerChoice> choice = PartitionerChoiceFromArgs(*args);
+  if (!choice.ok()) return BadInput(err, "check", choice.status().message());
   const std::string& path = args->positional()[0];
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
   if (!module.ok()) return BadInput(err, "check", module.status().message());
-  fuzz::CheckOptions options;
+  absl::StatusOr<std::vector<std::unique_ptr<target::PartitionerUnderTest>>> partitioners =
+      target::MakePartitioners(choice->specs, choice->options);
+  if (!partitioners.ok()) return BadInput(err, "check", partitioners.status().message());
+  std::unique_ptr<HloModule> compared;
+  if (std::optional<std::string> other = args->Get("--compare")) {
+    absl::StatusOr<std::unique_ptr<HloModule>> loaded = LoadVerifiedModule(*other, err);
+    if (!loaded.ok()) return BadInput(err, "check", loaded.status().message());
+    compared = *std::move(loaded);
+  }
+  const std::optional<std::string> dump_dir = args->Get("--dump");
+  if (dump_dir.has_value()) std::filesystem::create_directories(*dump_dir);
+
+  target::CheckOptions options;
   options.num_partitions = *partitions;
   options.trials = *trials;
   options.seed = static_cast<uint64_t>(*seed);
-  options.inject_bug = args->Get("--inject-bug").value_or("");
   options.shrink = !args->Has("--no-shrink");
   options.widen_narrow_floats = !args->Has("--no-widen");
-  absl::StatusOr<fuzz::CheckOutcome> outcome = fuzz::CheckPartitioning(**module, options);
-  if (!outcome.ok()) return BadInput(err, "check", outcome.status().message());
-  if (!outcome->shrink_note.empty()) out << "shrunk: " << outcome->shrink_note << "\n";
-  for (const std::string& note : outcome->notes) out << "note: " << note << "\n";
-  std::string reproduce =
-      absl::StrCat("spmdcheck check ", path, " --seed ", *seed, " --trials ", *trials);
-  if (*partitions > 0) absl::StrAppend(&reproduce, " --num-partitions ", *partitions);
-  if (!options.inject_bug.empty())
-    absl::StrAppend(&reproduce, " --inject-bug ", options.inject_bug);
-  if (!options.shrink) absl::StrAppend(&reproduce, " --no-shrink");
-  if (!options.widen_narrow_floats) absl::StrAppend(&reproduce, " --no-widen");
-  int code = kExitUnknown;
-  switch (outcome->status) {
-    case fuzz::CheckStatus::kHolds:
-    case fuzz::CheckStatus::kFails:
-      out << oracle::FormatEquivReport(outcome->report);
-      code = VerdictExitCode(outcome->report.verdict);
-      break;
-    case fuzz::CheckStatus::kUnsupported:
-      out << "verdict: unknown\nreason: " << outcome->message << "\n";
-      code = kExitUnknown;
-      break;
-    case fuzz::CheckStatus::kCrash:
-      out << "verdict: fails\nreason: " << outcome->message << "\n";
-      code = kExitFails;
-      break;
+  options.execute = !args->Has("--no-execute");
+  const int64_t effective_partitions = *partitions > 0 ? *partitions : (*module)->num_partitions();
+  int worst = kExitHolds;
+  bool any_xla = false;
+  for (const auto& partitioner : *partitioners) {
+    if (partitioners->size() > 1) out << "== " << partitioner->spec() << "\n";
+    absl::StatusOr<target::CheckOutcome> outcome =
+        target::CheckPartitioning(**module, *partitioner, options);
+    if (!outcome.ok()) return BadInput(err, "check", outcome.status().message());
+    std::string reproduce = absl::StrCat("spmdcheck check ", path);
+    if (partitioner->spec() != "reference") {
+      absl::StrAppend(&reproduce, " --partitioner ", ShellWord(partitioner->spec()));
+    }
+    absl::StrAppend(&reproduce, " --seed ", *seed, " --trials ", *trials, choice->reproduce_flags);
+    if (*partitions > 0) absl::StrAppend(&reproduce, " --num-partitions ", *partitions);
+    if (!options.shrink) absl::StrAppend(&reproduce, " --no-shrink");
+    if (!options.widen_narrow_floats) absl::StrAppend(&reproduce, " --no-widen");
+    if (!options.execute) absl::StrAppend(&reproduce, " --no-execute");
+    const int code = Report(*outcome, reproduce, out, err);
+    if (code == kExitFails || (code == kExitUnknown && worst == kExitHolds)) worst = code;
+    if (outcome->judged_global != nullptr) any_xla = true;
+    if (dump_dir.has_value()) {
+      const std::string spec = partitioner->spec();
+      if (outcome->judged_global != nullptr) {
+        WriteDump(*dump_dir, spec, "received", PrintModule(*outcome->judged_global), out);
+      }
+      WriteDump(*dump_dir, spec, "partitioned",
+                !outcome->partitioned_text.empty()
+                    ? outcome->partitioned_text
+                    : (outcome->partitioned ? PrintModule(*outcome->partitioned) : ""),
+                out);
+    }
+    if (args->Has("--stats") && outcome->partitioned != nullptr) {
+      if (partitioner->spec() == "reference") {
+        out << "ours (reference partitioner):\n";
+        PrintPartitionStats(
+            outcome->stats,
+            outcome->as_written != nullptr ? *outcome->as_written : *outcome->partitioned, out);
+      } else {
+        out << partitioner->spec() << ": " << CostLine(*outcome->partitioned, effective_partitions)
+            << "\n";
+      }
+    }
   }
-  out << "reproduce: " << reproduce << "\n";
-  if (args->Has("--stats") && outcome->partitioned != nullptr) {
-    out << "ours (reference partitioner):\n";
-    PrintPartitionStats(
-        outcome->stats,
-        outcome->as_written != nullptr ? *outcome->as_written : *outcome->partitioned, out);
+  if (args->Has("--stats") && any_xla) {
+    // XLA's cost next to ours on the same module.
+    target::ReferencePartitioner reference("");
+    absl::StatusOr<target::PartitionOutput> ours =
+        reference.Partition(**module, effective_partitions);
+    if (ours.ok() && ours->status == target::PartitionStatus::kOk) {
+      out << "reference (ours): " << CostLine(*ours->partitioned, effective_partitions) << "\n";
+    } else if (ours.ok()) {
+      out << "reference (ours): " << target::PartitionStatusName(ours->status) << ": "
+          << ours->message << "\n";
+    }
   }
-  if (std::optional<std::string> other = args->Get("--compare")) {
-    absl::StatusOr<std::unique_ptr<HloModule>> compared = LoadVerifiedModule(*other, err);
-    if (!compared.ok()) return BadInput(err, "check", compared.status().message());
-    partitioner::ModuleCost cost =
-        partitioner::CostOfModule(**compared, (*compared)->num_partitions());
-    out << "compared (" << *other << "): collectives: " << cost.total.collectives << " ("
-        << cost.total.collective_permutes
-        << " collective-permute), max bytes received per device: " << cost.total.max_recv_bytes
-        << ", sent: " << cost.total.max_send_bytes << "\n";
+  if (compared != nullptr) {
+    out << "compared (" << *args->Get("--compare")
+        << "): " << CostLine(*compared, compared->num_partitions()) << "\n";
   }
-  return code;
+  return worst;
 }
 
 }  // namespace spmdcheck::cli

@@ -1,5 +1,5 @@
-// `spmdcheck partition FILE [--num-partitions N] [-o OUT] [--stats] [--inject-bug NAME]`: the
-// reference SPMD partitioner (see docs/partition.md).
+// `spmdcheck partition FILE [--partitioner SPEC] [--num-partitions N] [-o OUT] [--stats]
+// [--inject-bug NAME]`: the partitioner under test on one module (see docs/partition.md).
 #include <fstream>
 #include <string>
 #include <vector>
@@ -8,26 +8,34 @@
 #include "ir/hlo_printer.h"
 #include "partitioner/cost_model.h"
 #include "partitioner/partitioner.h"
+#include "target/partitioner_under_test.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
+#include "tools/partitioner_flags.h"
 
 namespace spmdcheck::cli {
 namespace {
 
 constexpr char kPartitionHelp[] =
-    R"(usage: spmdcheck partition FILE [--num-partitions N] [-o OUT] [--stats]
+    R"(usage: spmdcheck partition FILE [--partitioner SPEC] [--num-partitions N] [-o OUT] [--stats]
 
 Partitions a module whose instructions carry shardings into the per-device program (XLA's
 conventions: local shapes, partition-id offset tables, collectives with channel ids and global
-device ids). Each output instruction keeps the global sharding of the value it holds.
-Instructions without a sharding get one by propagation (operands, else users, else replicated).
+device ids). With the reference partitioner (the default) each output instruction keeps the
+global sharding of the value it holds, and instructions without a sharding get one by
+propagation (operands, else users, else replicated); with xla or shardy the output is XLA's
+module after spmd-partitioning, as XLA wrote it.
   --num-partitions N   partition count (default: the module's num_partitions)
   -o OUT               write the partitioned module to OUT (default: stdout)
   --stats              print handled/fallback counts and the collective cost to stderr
-Exit codes: 0 partitioned, 2 bad input, 3 a construct the partitioner cannot express.
+)"
+    R"(Exit codes: 0 partitioned, 1 the partitioner crashed or rejected a valid module, 2 bad input,
+3 unknown (a construct the partitioner cannot express, XLA unavailable, a timeout).
 )";
 
 }  // namespace
+
+void PrintCollectiveCost(const HloModule& partitioned, std::ostream& out);
 
 void PrintPartitionStats(const partitioner::PartitionStats& stats, const HloModule& partitioned,
                          std::ostream& out) {
@@ -36,6 +44,10 @@ void PrintPartitionStats(const partitioner::PartitionStats& stats, const HloModu
   for (const auto& [reason, count] : stats.fallback_reasons) {
     out << "  fallback x" << count << ": " << reason << "\n";
   }
+  PrintCollectiveCost(partitioned, out);
+}
+
+void PrintCollectiveCost(const HloModule& partitioned, std::ostream& out) {
   partitioner::ModuleCost cost =
       partitioner::CostOfModule(partitioned, partitioned.num_partitions());
   out << "collectives: " << cost.total.collectives << " (" << cost.total.collective_permutes
@@ -43,12 +55,17 @@ void PrintPartitionStats(const partitioner::PartitionStats& stats, const HloModu
       << ", sent: " << cost.total.max_send_bytes << "\n";
 }
 
+std::set<std::string> PartitionFlags() {
+  std::set<std::string> flags = {"--num-partitions", "-o"};
+  flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
+  return flags;
+}
+
 int RunPartition(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv, {"--num-partitions", "-o", "--inject-bug"}, {"--stats", "--help"});
+  absl::StatusOr<Args> args = Args::Parse(argv, PartitionFlags(), {"--stats", "--help"});
   if (!args.ok()) return BadInput(err, "partition", args.status().message());
   if (args->Has("--help")) {
-    out << kPartitionHelp;
+    out << kPartitionHelp << kPartitionerFlagsHelp;
     return kExitHolds;
   }
   if (args->positional().size() != 1) {
@@ -63,21 +80,40 @@ int RunPartition(const std::vector<std::string>& argv, std::ostream& out, std::o
   absl::StatusOr<std::unique_ptr<HloModule>> module =
       LoadVerifiedModule(args->positional()[0], err);
   if (!module.ok()) return BadInput(err, "partition", module.status().message());
-  partitioner::PartitionOptions options;
-  options.num_partitions = *partitions;
-  options.inject_bug = args->Get("--inject-bug").value_or("");
-  absl::StatusOr<partitioner::PartitionResult> result =
-      partitioner::PartitionModule(**module, options);
-  if (!result.ok()) {
-    const std::string message =
-        absl::StrCat(args->positional()[0], ": ", result.status().message());
-    if (absl::IsUnimplemented(result.status())) {
-      err << "spmdcheck partition: unknown: " << message << "\n";
-      return kExitUnknown;
-    }
-    return BadInput(err, "partition", message);
+  absl::StatusOr<PartitionerChoice> choice = PartitionerChoiceFromArgs(*args);
+  if (!choice.ok()) return BadInput(err, "partition", choice.status().message());
+  absl::StatusOr<std::vector<std::unique_ptr<target::PartitionerUnderTest>>> partitioners =
+      target::MakePartitioners(choice->specs, choice->options);
+  if (!partitioners.ok()) return BadInput(err, "partition", partitioners.status().message());
+  if (partitioners->size() != 1) {
+    return BadInput(err, "partition", "partition takes one --partitioner (check takes several)");
   }
-  const std::string text = PrintModule(*result->module);
+  const int64_t count = *partitions > 0 ? *partitions : (*module)->num_partitions();
+  absl::StatusOr<target::PartitionOutput> result =
+      partitioners->front()->Partition(**module, count);
+  if (!result.ok()) {
+    return BadInput(err, "partition",
+                    absl::StrCat(args->positional()[0], ": ", result.status().message()));
+  }
+  if (result->status != target::PartitionStatus::kOk) {
+    const std::string message = absl::StrCat(args->positional()[0], ": ", result->message);
+    switch (result->status) {
+      case target::PartitionStatus::kCrash:
+      case target::PartitionStatus::kRejected:
+        err << "spmdcheck partition: " << target::PartitionStatusName(result->status) << ": "
+            << message << "\n";
+        return kExitFails;
+      default:
+        err << "spmdcheck partition: unknown: "
+            << (result->status == target::PartitionStatus::kUnavailable
+                    ? ""
+                    : absl::StrCat(target::PartitionStatusName(result->status), ": "))
+            << message << "\n";
+        return kExitUnknown;
+    }
+  }
+  const std::string text = result->partitioned_text.empty() ? PrintModule(*result->partitioned)
+                                                            : result->partitioned_text;
   if (std::optional<std::string> path = args->Get("-o")) {
     std::ofstream file(*path);
     file << text;
@@ -85,7 +121,15 @@ int RunPartition(const std::vector<std::string>& argv, std::ostream& out, std::o
   } else {
     out << text;
   }
-  if (args->Has("--stats")) PrintPartitionStats(result->stats, *result->module, err);
+  if (args->Has("--stats")) {
+    if (partitioners->front()->spec() == "reference") {
+      PrintPartitionStats(result->stats, *result->partitioned, err);
+    } else {
+      err << "partitioner: " << result->report.name << " (" << result->report.version << "), "
+          << result->report.seconds << " s\n";
+      PrintCollectiveCost(*result->partitioned, err);
+    }
+  }
   return kExitHolds;
 }
 

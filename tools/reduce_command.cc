@@ -4,7 +4,6 @@
 // TEXT]
 // [--max-calls M] [--max-seconds T] [--verbose]`: shrinks a module while it
 // stays interesting (see docs/reduce.md).
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,13 +15,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "fuzz/check_pipeline.h"
 #include "fuzz/reducer.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "oracle/equivalence.h"
+#include "target/check_pipeline.h"
+#include "target/process.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
+#include "tools/partitioner_flags.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -39,11 +40,13 @@ shrinks the mesh and zeroes constants. Only candidates that verify are tried.
                       interesting = `spmdcheck check` gives that outcome (fails: the oracle
                       found a counterexample; crash: the partitioner errored or produced invalid
                       HLO; unsupported: the partitioner or oracle cannot judge it)
-  --until-cmd CMD     interesting = `CMD CANDIDATE.hlo` exits 0 (run by the shell)
+  --until-cmd CMD     interesting = `CMD CANDIDATE.hlo` exits 0 (run by the shell, killed
+                      with its process group after --timeout seconds: then not interesting)
   -o OUT              where to write the reduced module (required)
   --num-partitions N  partition count of FILE (default: the module's num_partitions)
-  --trials K, --seed S, --inject-bug NAME
-                      passed to the check behind --until (defaults 2, 1, none)
+  --trials K, --seed S, --partitioner SPEC, --inject-bug NAME, --xla-venv DIR
+                      passed to the check behind --until (defaults 2, 1, reference, none)
+  --timeout SECONDS   per check or --until-cmd run (default 120)
   --match TEXT        with --until: the outcome's message must also contain TEXT
   --max-calls M       stop after M predicate calls (default 20000)
   --max-seconds T     stop after T seconds (default: no limit)
@@ -101,11 +104,11 @@ class TempFile {
 }  // namespace
 
 int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv,
-                  {"--until", "--until-cmd", "-o", "--num-partitions", "--trials", "--seed",
-                   "--inject-bug", "--match", "--max-calls", "--max-seconds"},
-                  {"--verbose", "--help"});
+  std::set<std::string> value_flags = {"--until",          "--until-cmd", "-o",
+                                       "--num-partitions", "--trials",    "--seed",
+                                       "--match",          "--max-calls", "--max-seconds"};
+  value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
+  absl::StatusOr<Args> args = Args::Parse(argv, value_flags, {"--verbose", "--help"});
   if (!args.ok()) return BadInput(err, "reduce", args.status().message());
   if (args->Has("--help")) {
     out << kReduceHelp;
@@ -134,6 +137,8 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
                     "--max-calls >= 1, "
                     "--max-seconds >= 0");
   }
+  absl::StatusOr<PartitionerChoice> choice = PartitionerChoiceFromArgs(*args);
+  if (!choice.ok()) return BadInput(err, "reduce", choice.status().message());
   const std::string& path = args->positional()[0];
   const std::string out_path = *args->Get("-o");
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
@@ -155,30 +160,42 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
     if (temp.path().empty()) return BadInput(err, "reduce", "cannot create a temporary file");
     const std::string command = *args->Get("--until-cmd");
     what = absl::StrCat("--until-cmd ", command);
-    interesting = [command, &temp](const HloModule& m) -> absl::StatusOr<bool> {
+    const double timeout = choice->options.command_timeout_seconds;
+    interesting = [command, timeout, &temp](const HloModule& m) -> absl::StatusOr<bool> {
       absl::Status written = WriteFile(temp.path(), PrintModule(m));
       if (!written.ok()) return written;
-      const std::string line =
-          absl::StrCat(command, " ", ShellQuote(temp.path()), " >/dev/null 2>&1");
-      const int rc = std::system(line.c_str());
-      if (rc == -1) return absl::InternalError(absl::StrCat("cannot run: ", command));
-      return WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+      target::ProcessOptions process;
+      process.timeout_seconds = timeout;
+      process.max_output_bytes = 4096;
+      absl::StatusOr<target::ProcessResult> run = target::RunProcess(
+          target::ShellCommand(absl::StrCat(command, " ", ShellQuote(temp.path()))), process);
+      if (!run.ok()) return absl::InternalError(absl::StrCat("cannot run: ", command));
+      return run->exited() && run->exit_code == 0;
     };
   } else {
-    fuzz::CheckOptions options;
+    absl::StatusOr<std::vector<std::unique_ptr<target::PartitionerUnderTest>>> made =
+        target::MakePartitioners(choice->specs, choice->options);
+    if (!made.ok()) return BadInput(err, "reduce", made.status().message());
+    if (made->size() != 1) return BadInput(err, "reduce", "--until takes one --partitioner");
+    std::shared_ptr<target::PartitionerUnderTest> partitioner = std::move(made->front());
+    target::CheckOptions options;
     options.num_partitions = 0;  // Each candidate's own count (the reducer shrinks the mesh).
     options.trials = *trials;
     options.seed = static_cast<uint64_t>(*seed);
-    options.inject_bug = args->Get("--inject-bug").value_or("");
-    const fuzz::CheckStatus wanted = until == "fails"   ? fuzz::CheckStatus::kFails
-                                     : until == "crash" ? fuzz::CheckStatus::kCrash
-                                                        : fuzz::CheckStatus::kUnsupported;
+    const target::CheckStatus wanted = until == "fails"   ? target::CheckStatus::kFails
+                                       : until == "crash" ? target::CheckStatus::kCrash
+                                                          : target::CheckStatus::kUnsupported;
     const std::string match = args->Get("--match").value_or("");
     what = absl::StrCat("--until ", until);
-    if (!options.inject_bug.empty()) absl::StrAppend(&what, " --inject-bug ", options.inject_bug);
+    if (partitioner->spec() != "reference") {
+      absl::StrAppend(&what, " --partitioner ", partitioner->spec());
+    }
+    absl::StrAppend(&what, choice->reproduce_flags);
     if (!match.empty()) absl::StrAppend(&what, " --match '", match, "'");
-    interesting = [options, wanted, match](const HloModule& m) -> absl::StatusOr<bool> {
-      absl::StatusOr<fuzz::CheckOutcome> outcome = fuzz::CheckPartitioning(m, options);
+    interesting = [options, wanted, match,
+                   partitioner](const HloModule& m) -> absl::StatusOr<bool> {
+      absl::StatusOr<target::CheckOutcome> outcome =
+          target::CheckPartitioning(m, *partitioner, options);
       if (!outcome.ok()) return false;  // The candidate does not verify for the pipeline.
       if (outcome->status != wanted) return false;
       if (match.empty()) return true;

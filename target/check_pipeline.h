@@ -1,0 +1,119 @@
+// prepare -> partition (through the partitioner under test) -> judge: the one judgement that
+// `check`, `reduce` and the fuzz campaign share.
+//
+// Verdicts for XLA's partitioners combine three checks on the same module:
+//  * oracle: XLA's module after spmd-partitioning against the global module XLA received, on our
+//    N-device interpreter (exact collectives, poisoned padding);
+//  * XLA end to end: XLA's sharded executable against XLA's single-device compile of the same
+//    global program, on the same inputs;
+//  * interpreter vs XLA: our interpreter against XLA's single-device run of the global program.
+// `fails` is claimed only when XLA's own execution confirms it (end to end). A disagreement only
+// our oracle sees is `oracle-only`, one between the interpreters `oracle-disagrees`: both are
+// unknown verdicts to investigate, never reported as XLA bugs.
+#ifndef SPMDCHECK_TARGET_CHECK_PIPELINE_H_
+#define SPMDCHECK_TARGET_CHECK_PIPELINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/hlo_module.h"
+#include "ir/verdict.h"
+#include "oracle/equivalence.h"
+#include "partitioner/partitioner.h"
+#include "target/partitioner_under_test.h"
+
+namespace spmdcheck::target {
+
+struct CheckOptions {
+  int64_t num_partitions = 0;  // 0: the module's.
+  int64_t trials = 2;
+  uint64_t seed = 1;
+  // Only for the overload without a partitioner (the reference partitioner with this bug).
+  std::string inject_bug;
+  bool shrink = true;  // Shrink shapes over the oracle's budget first.
+  // Evaluate bf16/f16/f8 programs as f32 in the oracle (partitioning reorders sums; in narrow
+  // types that changes roundings, which is not a partitioning bug). Both programs alike.
+  bool widen_narrow_floats = true;
+  int64_t max_elements_per_array = int64_t{1} << 22;
+  // With `shrink`: modules with a larger array are shrunk until every array has at most this
+  // many elements (small arrays keep 64-device checks fast).
+  int64_t shrink_elements_per_array = int64_t{1} << 12;
+  // Run the partitioner's executables where it has them (XLA end to end, interpreter vs XLA).
+  bool execute = true;
+};
+
+enum class CheckStatus {
+  kHolds,        // The partitioned program equals the global one on every trial.
+  kFails,        // A counterexample (for XLA: confirmed by XLA's own execution).
+  kUnsupported,  // Unknown: the oracle, the partitioner or XLA cannot judge it (message says).
+  kCrash,        // The partitioner crashed, failed internally, or produced invalid HLO.
+  kRejected,     // The partitioner refused the module (its message).
+  kTimeout,      // The partitioner did not finish in time.
+};
+const char* CheckStatusName(CheckStatus status);
+
+// What kind of unknown or fail it is, for signatures and reports.
+enum class Finding {
+  kNone,
+  kConfirmedByXla,   // XLA's sharded run differs from its single-device run.
+  kOracleOnly,       // Only our oracle sees a difference.
+  kOracleDisagrees,  // Our interpreter and XLA disagree on the global program.
+  kUnavailable,      // The partitioner is not there (no jax...).
+};
+const char* FindingName(Finding finding);
+
+// A differential check on executions.
+struct ExecutionCheck {
+  Verdict verdict = Verdict::kUnknown;
+  std::string detail;  // The first mismatch, or why unknown.
+  int64_t device = -1;
+  std::vector<int64_t> wrong_devices;
+  int64_t trial = -1;
+  int64_t trials_run = 0;
+};
+
+struct CheckOutcome {
+  CheckStatus status = CheckStatus::kUnsupported;
+  Finding finding = Finding::kNone;
+  std::string message;             // One line: why unknown / crash, or the first mismatch.
+  std::string shrink_note;         // Non-empty when shapes were shrunk: what to.
+  std::vector<std::string> notes;  // How the module was prepared, what XLA changed.
+  std::string partitioner_spec;
+  PartitionerSelfReport self_report;
+  bool oracle_ran = false;
+  oracle::EquivReport report;  // The oracle: partitioned vs global.
+  std::optional<ExecutionCheck> xla_end_to_end;
+  std::optional<ExecutionCheck> interpreter_vs_xla;
+  partitioner::PartitionStats stats;
+  std::unique_ptr<HloModule> partitioned;  // May be null (crash before partitioning ended).
+  std::string partitioned_text;            // As the partitioner wrote it (XLA's dump).
+  // The global module the partitioned one was judged against when it is not the one given
+  // (XLA: what XLA received, with the shardings XLA settled on). Null otherwise.
+  std::unique_ptr<HloModule> judged_global;
+  // When the module was widened or shrunk for the check, and the partitioner is ours: the
+  // partitioning of the module as written (what costs are reported on). Null otherwise.
+  std::unique_ptr<HloModule> as_written;
+  // How the module the partitioner received differs from the one sent (XLA's round trip).
+  std::vector<std::string> received_changes;
+};
+
+// InvalidArgument only for a module that does not verify (or that the reference partitioner
+// calls inconsistent); everything else is an outcome.
+absl::StatusOr<CheckOutcome> CheckPartitioning(const HloModule& global,
+                                               PartitionerUnderTest& partitioner,
+                                               const CheckOptions& options);
+// The reference partitioner (with options.inject_bug).
+absl::StatusOr<CheckOutcome> CheckPartitioning(const HloModule& global,
+                                               const CheckOptions& options);
+
+// Opcode-count differences between two modules ("tuple: 1 -> 0"), and parameter/result shape
+// changes: what a round trip changed.
+std::vector<std::string> DescribeModuleChanges(const HloModule& sent, const HloModule& received);
+
+}  // namespace spmdcheck::target
+
+#endif  // SPMDCHECK_TARGET_CHECK_PIPELINE_H_

@@ -1,0 +1,100 @@
+#include "target/command_partitioner.h"
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "ir/hlo_parser.h"
+#include "ir/hlo_printer.h"
+#include "target/process.h"
+
+namespace spmdcheck::target {
+namespace {
+
+std::string Tail(const std::string& text, size_t bytes) {
+  return text.size() <= bytes ? text : "..." + text.substr(text.size() - bytes);
+}
+
+}  // namespace
+
+absl::StatusOr<PartitionOutput> CommandPartitioner::Partition(const HloModule& global,
+                                                              int64_t num_partitions) {
+  PartitionOutput output;
+  output.report.name = spec();
+  std::string dir = (std::filesystem::temp_directory_path() / "spmdcheck-cmd-XXXXXX");
+  if (mkdtemp(dir.data()) == nullptr) return absl::InternalError("mkdtemp failed");
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ignored;
+      std::filesystem::remove_all(dir, ignored);
+    }
+  } cleanup{dir};
+  const std::string in = dir + "/in.hlo";
+  const std::string out = dir + "/out.hlo";
+  {
+    std::ofstream file(in);
+    file << PrintModule(global);
+    if (!file.good()) return absl::InternalError(absl::StrCat("cannot write ", in));
+  }
+  // `sh -c 'COMMAND "$@"' sh IN OUT --num-partitions N`: the user's command as written (it may
+  // carry its own arguments), our arguments passed without any quoting trouble.
+  const std::vector<std::string> argv = {
+      "/bin/sh", "-c", command_ + " \"$@\"", "sh",
+      in,        out,  "--num-partitions",   absl::StrCat(num_partitions)};
+  ProcessOptions process;
+  process.timeout_seconds = timeout_seconds_;
+  absl::StatusOr<ProcessResult> run = RunProcess(argv, process);
+  if (!run.ok()) {
+    output.status = PartitionStatus::kUnavailable;
+    output.message = std::string(run.status().message());
+    return output;
+  }
+  output.report.seconds = run->seconds;
+  const std::string stderr_tail = Tail(run->stderr_text, 2000);
+  if (!stderr_tail.empty()) output.report.warnings.push_back(stderr_tail);
+  if (run->timed_out) {
+    output.status = PartitionStatus::kTimeout;
+    output.message = absl::StrCat("'", command_, "' ", run->Describe());
+    return output;
+  }
+  if (!run->exited() || (run->exit_code != 0 && run->exit_code != 2 && run->exit_code != 3)) {
+    output.status = run->exit_code == 127 ? PartitionStatus::kUnavailable : PartitionStatus::kCrash;
+    output.message = absl::StrCat("'", command_, "' ", run->Describe(),
+                                  stderr_tail.empty() ? "" : ": ", stderr_tail);
+    return output;
+  }
+  if (run->exit_code == 2 || run->exit_code == 3) {
+    output.status =
+        run->exit_code == 2 ? PartitionStatus::kRejected : PartitionStatus::kUnsupported;
+    output.message =
+        stderr_tail.empty() ? absl::StrCat("'", command_, "' ", run->Describe()) : stderr_tail;
+    return output;
+  }
+  std::ifstream file(out);
+  if (!file) {
+    output.status = PartitionStatus::kCrash;
+    output.message = absl::StrCat("'", command_, "' exited 0 but wrote no ", out);
+    return output;
+  }
+  std::stringstream text;
+  text << file.rdbuf();
+  output.partitioned_text = text.str();
+  absl::StatusOr<ParsedModule> parsed =
+      ParseHloModule(output.partitioned_text, {.path = "<partitioned by " + command_ + ">"});
+  if (!parsed.ok()) {
+    output.status = PartitionStatus::kCrash;
+    output.message = absl::StrCat("its output does not parse: ", parsed.status().message());
+    return output;
+  }
+  output.status = PartitionStatus::kOk;
+  output.partitioned = std::move(parsed->module);
+  return output;
+}
+
+}  // namespace spmdcheck::target

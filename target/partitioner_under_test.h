@@ -1,0 +1,117 @@
+// The partitioner under test: the seam every check, fuzz case and reduction goes through. One
+// small interface (a global module and a partition count in; the partitioned module and what
+// the partitioner says about itself out), with failures mapped onto verdicts. Implementations:
+// `reference` (ours), `xla` (XLA's GSPMD path through the jaxlib worker), `shardy` (XLA's Shardy
+// path), `cmd:COMMAND` (any executable; see docs/partitioners.md for the contract).
+#ifndef SPMDCHECK_TARGET_PARTITIONER_UNDER_TEST_H_
+#define SPMDCHECK_TARGET_PARTITIONER_UNDER_TEST_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/hlo_module.h"
+#include "ir/literal.h"
+#include "ir/sharding.h"
+#include "partitioner/partitioner.h"
+
+namespace spmdcheck::target {
+
+// How a partitioning attempt ended. Everything but kOk carries a message.
+enum class PartitionStatus {
+  kOk,
+  kRejected,     // The partitioner refused the module (XLA's message, or the command's).
+  kUnsupported,  // It cannot partition it (an op, a sharding form): verdict unknown.
+  kUnavailable,  // The partitioner is not there (no jax, no command): verdict unknown.
+  kCrash,        // It crashed, failed internally, or produced invalid HLO.
+  kTimeout,      // It did not finish in time (killed).
+};
+const char* PartitionStatusName(PartitionStatus status);
+
+// What the partitioner reports about itself.
+struct PartitionerSelfReport {
+  std::string name;     // "reference", "xla (GSPMD)", "shardy", "cmd:..."
+  std::string version;  // "jax 0.10.2, jaxlib 0.10.2"; the build for ours.
+  double seconds = 0;   // Time to partition (XLA: the whole compile).
+  std::vector<std::string> warnings;
+  std::vector<std::string> notes;  // Facts worth printing (e.g. what Shardy's import did).
+};
+
+// An executable XLA keeps for a partitioned module (only partitioners that can run programs).
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // arguments[i][d]: device d's local value of parameter i. Returns outputs[leaf][d].
+  virtual absl::StatusOr<std::vector<std::vector<Literal>>> Run(
+      const std::vector<std::vector<Literal>>& arguments) = 0;
+  virtual int64_t num_devices() const = 0;
+};
+
+struct PartitionOutput {
+  PartitionStatus status = PartitionStatus::kCrash;
+  std::string message;  // Why, for every status but kOk (the stderr tail for crashes).
+  std::unique_ptr<HloModule> partitioned;
+  std::string partitioned_text;  // As the partitioner wrote it (for repros and dumps).
+  // The global module the partitioner actually received, when it is not the one given (XLA:
+  // after the HLO -> StableHLO -> HLO round trip). Null: the module given.
+  std::unique_ptr<HloModule> received;
+  std::string received_text;
+  // The global module with every sharding chosen (after propagation), when reported.
+  std::unique_ptr<HloModule> propagated;
+  std::string final_text;  // After the partitioner's later passes (XLA's optimised module).
+  // The shardings the partitioner settled on for the entry parameters and the result (XLA may
+  // choose where the module leaves them open, or change them: Shardy pads for divisibility).
+  // Empty: the global module's own annotations stand.
+  std::vector<HloSharding> parameter_shardings;
+  std::vector<HloSharding> output_shardings;  // One per result leaf.
+  partitioner::PartitionStats stats;          // The reference partitioner's handler counts.
+  PartitionerSelfReport report;
+  std::shared_ptr<Executable> executable;  // Null when the partitioner cannot run programs.
+};
+
+class PartitionerUnderTest {
+ public:
+  virtual ~PartitionerUnderTest() = default;
+  // The spec it was made from (`reference`, `xla`, `shardy`, `cmd:...`), as `reproduce:` lines
+  // print it.
+  virtual std::string spec() const = 0;
+  // Errors only for misuse (a module without an entry); every way the partitioner itself can
+  // fail is a PartitionOutput status.
+  virtual absl::StatusOr<PartitionOutput> Partition(const HloModule& global,
+                                                    int64_t num_partitions) = 0;
+  // Runs `global` unpartitioned on one device of the same backend, for a differential check of
+  // the partitioned executable (XLA's single-device compile). Unimplemented when not available.
+  virtual absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
+                                                         const std::vector<Literal>& arguments);
+  // Whether output our verifier rejects is the partitioner's fault (a crash). XLA says no: its
+  // dumps are XLA's own text, so a rejection more likely is a gap of our parser or verifier.
+  virtual bool InvalidOutputIsItsFault() const { return true; }
+};
+
+struct TargetOptions {
+  std::string inject_bug;  // reference only
+  // XLA: the python of a virtual environment with jax (default: found as documented in
+  // docs/partitioners.md), the worker script, timeouts, recycling.
+  std::string python;  // Empty: DefaultXlaPython() (SPMDCHECK_XLA_VENV, SPMDCHECK_XLA_PYTHON).
+  std::string worker_script;
+  double compile_timeout_seconds = 120;
+  int64_t recycle_after = 200;
+  double command_timeout_seconds = 120;  // cmd:
+};
+
+// One partitioner from its spec. InvalidArgument for an unknown spec; an XLA partitioner whose
+// worker cannot start is still made (its outputs are kUnavailable with the reason).
+absl::StatusOr<std::unique_ptr<PartitionerUnderTest>> MakePartitioner(absl::string_view spec,
+                                                                      const TargetOptions& options);
+// Several at once (`xla,shardy`); `xla` and `shardy` share one XLA worker.
+absl::StatusOr<std::vector<std::unique_ptr<PartitionerUnderTest>>> MakePartitioners(
+    absl::string_view specs, const TargetOptions& options);
+// `xla,shardy` -> both, in order; a `cmd:` spec takes the rest of the string (commas included).
+absl::StatusOr<std::vector<std::string>> SplitPartitionerSpecs(absl::string_view specs);
+
+}  // namespace spmdcheck::target
+
+#endif  // SPMDCHECK_TARGET_PARTITIONER_UNDER_TEST_H_

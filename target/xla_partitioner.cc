@@ -1,0 +1,282 @@
+#include "target/xla_partitioner.h"
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/hlo_parser.h"
+#include "ir/hlo_printer.h"
+
+namespace spmdcheck::target {
+namespace {
+
+// A worker call that did not produce an answer, as a partitioning outcome.
+PartitionOutput FromCallError(const absl::Status& status) {
+  PartitionOutput output;
+  if (absl::IsUnavailable(status)) {
+    output.status = PartitionStatus::kUnavailable;
+    output.message = absl::StrCat("XLA is not available: ", status.message());
+  } else if (absl::IsDeadlineExceeded(status)) {
+    output.status = PartitionStatus::kTimeout;
+    output.message = std::string(status.message());
+  } else if (absl::IsAborted(status)) {
+    output.status = PartitionStatus::kCrash;
+    output.message = std::string(status.message());
+  } else {
+    // Garbage or a wrong answer from the worker: our harness, not XLA.
+    output.status = PartitionStatus::kUnsupported;
+    output.message = absl::StrCat("the XLA worker misbehaved: ", status.message());
+  }
+  return output;
+}
+
+std::string StringOr(const nlohmann::json& object, const char* key) {
+  if (!object.is_object() || !object.contains(key) || !object[key].is_string()) return "";
+  return object[key].get<std::string>();
+}
+
+class XlaExecutable : public Executable {
+ public:
+  XlaExecutable(std::shared_ptr<XlaWorker> worker, int64_t handle, int64_t devices,
+                double timeout_seconds, std::vector<Shape> global_shapes)
+      : worker_(std::move(worker)),
+        handle_(handle),
+        generation_(worker_->generation()),
+        devices_(devices),
+        timeout_seconds_(timeout_seconds),
+        global_shapes_(std::move(global_shapes)) {}
+  ~XlaExecutable() override {
+    if (worker_->generation() == generation_ && worker_->unavailable_reason().empty()) {
+      (void)worker_->Call("release", {{"handle", handle_}}, 10);
+    }
+  }
+
+  int64_t num_devices() const override { return devices_; }
+
+  absl::StatusOr<std::vector<std::vector<Literal>>> Run(
+      const std::vector<std::vector<Literal>>& arguments) override {
+    if (worker_->generation() != generation_) {
+      return absl::UnavailableError(
+          "the XLA worker was restarted since this executable was compiled");
+    }
+    nlohmann::json args = nlohmann::json::array();
+    for (const std::vector<Literal>& per_device : arguments) {
+      nlohmann::json values = nlohmann::json::array();
+      for (const Literal& value : per_device) {
+        absl::StatusOr<nlohmann::json> encoded = EncodeArray(value);
+        if (!encoded.ok()) return encoded.status();
+        values.push_back(*std::move(encoded));
+      }
+      args.push_back(std::move(values));
+    }
+    nlohmann::json shapes = nlohmann::json::array();
+    for (const Shape& shape : global_shapes_) {
+      shapes.push_back(shape.IsArray() ? nlohmann::json(shape.dimensions()) : nlohmann::json());
+    }
+    absl::StatusOr<WorkerAnswer> answer = worker_->Call(
+        "execute", {{"handle", handle_}, {"arguments", args}, {"global_shapes", shapes}},
+        timeout_seconds_, devices_);
+    if (!answer.ok()) return answer.status();
+    if (!answer->ok()) {
+      return absl::UnknownError(absl::StrCat("XLA's execution failed (", answer->error_kind,
+                                             "): ", answer->error_message));
+    }
+    std::vector<std::vector<Literal>> outputs;
+    if (!answer->result.contains("outputs") || !answer->result["outputs"].is_array()) {
+      return absl::DataLossError("the XLA worker returned no outputs");
+    }
+    for (const auto& per_device : answer->result["outputs"]) {
+      std::vector<Literal> values;
+      for (const auto& value : per_device) {
+        absl::StatusOr<Literal> decoded = DecodeArray(value);
+        if (!decoded.ok()) return decoded.status();
+        values.push_back(*std::move(decoded));
+      }
+      outputs.push_back(std::move(values));
+    }
+    return outputs;
+  }
+
+ private:
+  std::shared_ptr<XlaWorker> worker_;
+  int64_t handle_;
+  int64_t generation_;
+  int64_t devices_;
+  double timeout_seconds_;
+  std::vector<Shape> global_shapes_;
+};
+
+absl::StatusOr<std::unique_ptr<HloModule>> ParseDump(const nlohmann::json& modules, const char* key,
+                                                     const char* what) {
+  const std::string text = StringOr(modules, key);
+  if (text.empty()) return absl::NotFoundError(absl::StrCat("XLA wrote no ", what, " dump"));
+  absl::StatusOr<ParsedModule> parsed =
+      ParseHloModule(text, {.path = absl::StrCat("<XLA's ", what, " module>")});
+  if (!parsed.ok()) return parsed.status();
+  return std::move(parsed->module);
+}
+
+}  // namespace
+
+std::shared_ptr<XlaWorker> MakeXlaWorker(const TargetOptions& options) {
+  XlaWorkerOptions worker;
+  worker.python = options.python;
+  worker.worker_script = options.worker_script;
+  worker.recycle_after = options.recycle_after;
+  return std::make_shared<XlaWorker>(std::move(worker));
+}
+
+XlaPartitioner::XlaPartitioner(std::string spec, std::shared_ptr<XlaWorker> worker,
+                               const TargetOptions& options)
+    : spec_(std::move(spec)),
+      shardy_(spec_ == "shardy"),
+      worker_(std::move(worker)),
+      timeout_seconds_(options.compile_timeout_seconds) {}
+
+absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& global,
+                                                          int64_t num_partitions) {
+  if (global.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
+  const std::string text = PrintModule(global);
+  nlohmann::json params = {{"hlo", text},
+                           {"num_partitions", num_partitions},
+                           {"partitioner", shardy_ ? "shardy" : "gspmd"},
+                           {"dumps", true}};
+  absl::StatusOr<WorkerAnswer> answer =
+      worker_->Call("compile", params, timeout_seconds_, num_partitions);
+  if (!answer.ok()) return FromCallError(answer.status());
+  PartitionOutput output;
+  output.report.name = shardy_ ? "shardy" : "xla (GSPMD)";
+  output.report.version = worker_->versions();
+  output.report.warnings = answer->log;
+  if (!answer->ok()) {
+    if (answer->error_kind == "rejected") {
+      output.status = PartitionStatus::kRejected;
+      output.message = answer->error_message;
+    } else if (answer->error_kind == "unsupported") {
+      output.status = PartitionStatus::kUnsupported;
+      output.message = answer->error_message;
+    } else {
+      output.status = PartitionStatus::kUnsupported;
+      output.message =
+          absl::StrCat("the XLA worker failed (", answer->error_kind, "): ", answer->error_message);
+    }
+    return output;
+  }
+  const nlohmann::json& result = answer->result;
+  if (result.contains("compile_seconds") && result["compile_seconds"].is_number()) {
+    output.report.seconds = result["compile_seconds"].get<double>();
+  }
+  const nlohmann::json modules = result.value("modules", nlohmann::json::object());
+  int64_t handle = result.value("handle", int64_t{0});
+  if (handle > 0) {
+    std::vector<Shape> shapes;
+    for (const HloInstruction* p : global.entry()->parameters()) shapes.push_back(p->shape());
+    output.executable = std::make_shared<XlaExecutable>(worker_, handle, num_partitions,
+                                                        timeout_seconds_, std::move(shapes));
+  }
+  if (shardy_) {
+    if (result.contains("shardy_import")) {
+      output.report.notes.push_back(
+          absl::StrCat("Shardy import: ", result["shardy_import"].dump()));
+    }
+    std::string fallback;
+    for (const std::string& line : answer->log) {
+      if (absl::StrContains(line, "falling back") || absl::StrContains(line, "Disabling Shardy")) {
+        fallback = line;
+      }
+    }
+    if (!fallback.empty() || StringOr(modules, "shardy").empty()) {
+      output.status = PartitionStatus::kUnsupported;
+      output.message =
+          fallback.empty()
+              ? "Shardy did not run: XLA wrote no after_shardy-xla dump"
+              : absl::StrCat("Shardy did not run: XLA fell back to GSPMD (", fallback, ")");
+      return output;
+    }
+  }
+  output.received_text = StringOr(modules, "received");
+  output.partitioned_text = StringOr(modules, "partitioned");
+  output.final_text = StringOr(result, "final_module");
+  absl::StatusOr<std::unique_ptr<HloModule>> partitioned =
+      ParseDump(modules, "partitioned", "after_spmd-partitioning");
+  if (!partitioned.ok()) {
+    output.status = PartitionStatus::kUnsupported;
+    output.message = absl::StrCat("spmdcheck cannot read XLA's partitioned module: ",
+                                  partitioned.status().message());
+    return output;
+  }
+  output.partitioned = *std::move(partitioned);
+  absl::StatusOr<std::unique_ptr<HloModule>> received =
+      ParseDump(modules, "received", "before_optimizations");
+  if (!received.ok()) {
+    output.status = PartitionStatus::kUnsupported;
+    output.message = absl::StrCat("spmdcheck cannot read the module XLA received: ",
+                                  received.status().message());
+    return output;
+  }
+  output.received = *std::move(received);
+  absl::StatusOr<std::unique_ptr<HloModule>> propagated =
+      ParseDump(modules, "propagated", "before_spmd-partitioning");
+  if (propagated.ok()) {
+    output.propagated = *std::move(propagated);
+  } else {
+    output.report.notes.push_back(std::string(propagated.status().message()));
+  }
+  for (const char* key : {"parameter_shardings", "output_shardings"}) {
+    if (!result.contains(key) || !result[key].is_array()) continue;
+    std::vector<HloSharding> shardings;
+    bool all = true;
+    for (const auto& entry : result[key]) {
+      absl::StatusOr<HloSharding> sharding =
+          entry.is_string() ? ParseSharding(entry.get<std::string>())
+                            : absl::StatusOr<HloSharding>(absl::DataLossError("not a string"));
+      if (!sharding.ok()) {
+        output.report.notes.push_back(absl::StrCat("cannot read XLA's ", key, " ", entry.dump(),
+                                                   ": ", sharding.status().message()));
+        all = false;
+        break;
+      }
+      shardings.push_back(*std::move(sharding));
+    }
+    if (!all) continue;
+    if (std::string(key) == "parameter_shardings") {
+      output.parameter_shardings = std::move(shardings);
+    } else {
+      output.output_shardings = std::move(shardings);
+    }
+  }
+  output.status = PartitionStatus::kOk;
+  return output;
+}
+
+absl::StatusOr<std::vector<Literal>> XlaPartitioner::RunGlobal(
+    const HloModule& global, const std::vector<Literal>& arguments) {
+  nlohmann::json params = {{"hlo", PrintModule(global)},
+                           {"num_partitions", 1},
+                           {"partitioner", "none"},
+                           {"dumps", false}};
+  absl::StatusOr<WorkerAnswer> answer = worker_->Call("compile", params, timeout_seconds_, 1);
+  if (!answer.ok()) return answer.status();
+  if (!answer->ok()) {
+    return absl::UnknownError(absl::StrCat("XLA's single-device compile failed (",
+                                           answer->error_kind, "): ", answer->error_message));
+  }
+  const int64_t handle = answer->result.value("handle", int64_t{0});
+  std::vector<Shape> shapes;
+  for (const HloInstruction* p : global.entry()->parameters()) shapes.push_back(p->shape());
+  XlaExecutable executable(worker_, handle, 1, timeout_seconds_, std::move(shapes));
+  std::vector<std::vector<Literal>> per_parameter;
+  for (const Literal& argument : arguments) per_parameter.push_back({argument});
+  absl::StatusOr<std::vector<std::vector<Literal>>> outputs = executable.Run(per_parameter);
+  if (!outputs.ok()) return outputs.status();
+  std::vector<Literal> leaves;
+  for (std::vector<Literal>& per_device : *outputs) {
+    if (per_device.size() != 1) return absl::DataLossError("one device, several outputs");
+    leaves.push_back(std::move(per_device[0]));
+  }
+  return leaves;
+}
+
+}  // namespace spmdcheck::target

@@ -1,0 +1,39 @@
+// `xla` (alias `gspmd`) and `shardy`: XLA's own SPMD partitioners in the pinned jaxlib, driven
+// through the worker (target/xla_worker.h). `xla` compiles with GSPMD's sharding propagation
+// then its SPMD partitioner; `shardy` imports the module's shardings into Shardy (see
+// workers/xla/shardy_import.py), runs Shardy's propagation (ShardyXLA), then the same
+// spmd-partitioning pass. A `shardy` run counts only with evidence that Shardy ran (its
+// `after_shardy-xla` dump exists and XLA printed no fallback warning).
+#ifndef SPMDCHECK_TARGET_XLA_PARTITIONER_H_
+#define SPMDCHECK_TARGET_XLA_PARTITIONER_H_
+
+#include <memory>
+#include <string>
+
+#include "target/partitioner_under_test.h"
+#include "target/xla_worker.h"
+
+namespace spmdcheck::target {
+
+std::shared_ptr<XlaWorker> MakeXlaWorker(const TargetOptions& options);
+
+class XlaPartitioner : public PartitionerUnderTest {
+ public:
+  XlaPartitioner(std::string spec, std::shared_ptr<XlaWorker> worker, const TargetOptions& options);
+  std::string spec() const override { return spec_; }
+  absl::StatusOr<PartitionOutput> Partition(const HloModule& global,
+                                            int64_t num_partitions) override;
+  absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
+                                                 const std::vector<Literal>& arguments) override;
+  bool InvalidOutputIsItsFault() const override { return false; }
+
+ private:
+  std::string spec_;
+  bool shardy_;
+  std::shared_ptr<XlaWorker> worker_;
+  double timeout_seconds_;
+};
+
+}  // namespace spmdcheck::target
+
+#endif  // SPMDCHECK_TARGET_XLA_PARTITIONER_H_

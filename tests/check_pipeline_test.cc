@@ -1,0 +1,200 @@
+// The check pipeline's verdict logic for partitioners that run programs (XLA), against an
+// in-process fake: a fail is claimed only when the partitioner's own execution confirms it;
+// what only our oracle sees is oracle-only, and a global program our interpreter computes
+// differently is oracle-disagrees (both unknown).
+#include "target/check_pipeline.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/hlo_parser.h"
+#include "oracle/engine.h"
+#include "oracle/sharded_values.h"
+
+namespace spmdcheck::target {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kGlobal[] = R"(HloModule g, num_partitions=2
+
+ENTRY e {
+  p = s32[4] parameter(0), sharding={devices=[2]<=[2]}
+  ROOT n = s32[4] negate(p), sharding={devices=[2]<=[2]}
+}
+)";
+// Right: each device negates its half.
+constexpr char kRight[] = R"(HloModule g_spmd, num_partitions=2
+
+ENTRY e {
+  p = s32[2] parameter(0), sharding={devices=[2]<=[2]}
+  ROOT n = s32[2] negate(p)
+}
+)";
+// Wrong: the identity.
+constexpr char kWrong[] = R"(HloModule g_spmd, num_partitions=2
+
+ENTRY e {
+  ROOT p = s32[2] parameter(0), sharding={devices=[2]<=[2]}
+}
+)";
+
+std::unique_ptr<HloModule> Parse(const char* text) {
+  absl::StatusOr<ParsedModule> m = ParseHloModule(text);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return std::move(m->module);
+}
+
+// Runs a module on our interpreter per device: stands in for XLA's executables.
+class InterpretedExecutable : public Executable {
+ public:
+  InterpretedExecutable(const char* text, int32_t off_by) : module_(Parse(text)), off_by_(off_by) {}
+  int64_t num_devices() const override { return 2; }
+  absl::StatusOr<std::vector<std::vector<Literal>>> Run(
+      const std::vector<std::vector<Literal>>& arguments) override {
+    oracle::EngineOptions options;
+    options.num_partitions = 2;
+    oracle::Engine engine(*module_, options);
+    std::vector<std::vector<Literal>> per_device(2);
+    for (int d = 0; d < 2; ++d) {
+      for (const auto& argument : arguments) per_device[d].push_back(argument[d]);
+    }
+    absl::StatusOr<std::vector<Literal>> results = engine.Run(per_device);
+    if (!results.ok()) return results.status();
+    for (Literal& value : *results) {
+      for (int64_t i = 0; i < value.element_count(); ++i) {
+        value.SetInt64(i, value.GetInt64(i) + off_by_);
+      }
+    }
+    return std::vector<std::vector<Literal>>{{(*results)[0], (*results)[1]}};
+  }
+
+ private:
+  std::unique_ptr<HloModule> module_;
+  int32_t off_by_;
+};
+
+class FakeXla : public PartitionerUnderTest {
+ public:
+  // `partitioned`: what it says it partitioned to; `runs`: what its executable really runs;
+  // `off_by`: all its runs add this to every element (XLA computing differently from us).
+  FakeXla(const char* partitioned, const char* runs, int32_t off_by = 0)
+      : partitioned_(partitioned), runs_(runs), off_by_(off_by) {}
+  std::string spec() const override { return "fake-xla"; }
+  bool InvalidOutputIsItsFault() const override { return false; }
+  absl::StatusOr<PartitionOutput> Partition(const HloModule& global, int64_t) override {
+    PartitionOutput out;
+    out.status = PartitionStatus::kOk;
+    out.partitioned = Parse(partitioned_);
+    out.received = Parse(kGlobal);
+    out.parameter_shardings = {*global.entry()->parameters()[0]->sharding()};
+    out.output_shardings = {*global.entry()->root()->sharding()};
+    out.executable = std::make_shared<InterpretedExecutable>(runs_, off_by_);
+    return out;
+  }
+  absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
+                                                 const std::vector<Literal>& args) override {
+    oracle::Engine engine(global, oracle::EngineOptions{});
+    absl::StatusOr<std::vector<Literal>> results = engine.Run({args});
+    if (!results.ok()) return results.status();
+    Literal value = (*results)[0];
+    for (int64_t i = 0; i < value.element_count(); ++i) {
+      value.SetInt64(i, value.GetInt64(i) + off_by_);
+    }
+    return std::vector<Literal>{value};
+  }
+
+ private:
+  const char* partitioned_;
+  const char* runs_;
+  int32_t off_by_;
+};
+
+CheckOutcome Check(PartitionerUnderTest& partitioner) {
+  std::unique_ptr<HloModule> global = Parse(kGlobal);
+  absl::StatusOr<CheckOutcome> outcome = CheckPartitioning(*global, partitioner, CheckOptions{});
+  EXPECT_TRUE(outcome.ok()) << outcome.status();
+  return *std::move(outcome);
+}
+
+TEST(CheckPipelineVerdicts, HoldsWhenAllThreeAgree) {
+  FakeXla xla(kRight, kRight);
+  CheckOutcome o = Check(xla);
+  EXPECT_EQ(o.status, CheckStatus::kHolds) << o.message;
+  ASSERT_TRUE(o.xla_end_to_end.has_value());
+  EXPECT_EQ(o.xla_end_to_end->verdict, Verdict::kHolds);
+  EXPECT_EQ(o.interpreter_vs_xla->verdict, Verdict::kHolds);
+}
+
+TEST(CheckPipelineVerdicts, FailsOnlyWhenXlasExecutionConfirms) {
+  FakeXla xla(kWrong, kWrong);
+  CheckOutcome o = Check(xla);
+  EXPECT_EQ(o.status, CheckStatus::kFails) << o.message;
+  EXPECT_EQ(o.finding, Finding::kConfirmedByXla);
+  EXPECT_THAT(o.message, HasSubstr("single-device run"));
+  EXPECT_EQ(o.report.verdict, Verdict::kFails);  // The oracle agrees.
+}
+
+TEST(CheckPipelineVerdicts, OracleOnlyIsUnknownNotAnXlaBug) {
+  // The module shown is wrong, but what XLA runs is right: only our oracle sees a difference.
+  FakeXla xla(kWrong, kRight);
+  CheckOutcome o = Check(xla);
+  EXPECT_EQ(o.status, CheckStatus::kUnsupported) << o.message;
+  EXPECT_EQ(o.finding, Finding::kOracleOnly);
+  EXPECT_THAT(o.message, HasSubstr("oracle-only"));
+  EXPECT_THAT(o.message, HasSubstr("not an XLA bug"));
+}
+
+TEST(CheckPipelineVerdicts, InterpretersDisagreeingIsOracleDisagrees) {
+  // XLA's sharded and single-device runs agree with each other, not with our interpreter.
+  FakeXla xla(kRight, kRight, /*off_by=*/1);
+  CheckOutcome o = Check(xla);
+  EXPECT_EQ(o.status, CheckStatus::kUnsupported) << o.message;
+  EXPECT_EQ(o.finding, Finding::kOracleDisagrees);
+  EXPECT_EQ(o.xla_end_to_end->verdict, Verdict::kHolds);
+  ASSERT_TRUE(o.interpreter_vs_xla.has_value());
+  EXPECT_EQ(o.interpreter_vs_xla->verdict, Verdict::kFails);
+  EXPECT_THAT(o.message, HasSubstr("oracle-disagrees"));
+}
+
+TEST(CheckPipelineVerdicts, NoExecuteLeavesAFailUnconfirmed) {
+  FakeXla xla(kWrong, kWrong);
+  std::unique_ptr<HloModule> global = Parse(kGlobal);
+  CheckOptions options;
+  options.execute = false;
+  absl::StatusOr<CheckOutcome> o = CheckPartitioning(*global, xla, options);
+  ASSERT_TRUE(o.ok());
+  EXPECT_EQ(o->status, CheckStatus::kUnsupported);
+  EXPECT_EQ(o->finding, Finding::kOracleOnly);
+}
+
+TEST(CheckPipelineVerdicts, UnreadableXlaOutputIsOurGapNotACrash) {
+  class Unverifiable : public FakeXla {
+   public:
+    Unverifiable() : FakeXla(kRight, kRight) {}
+    absl::StatusOr<PartitionOutput> Partition(const HloModule& global, int64_t n) override {
+      absl::StatusOr<PartitionOutput> out = FakeXla::Partition(global, n);
+      // A shape our verifier rejects: negate of s32[2] claimed to give s32[3].
+      HloInstruction* root = out->partitioned->entry()->root();
+      root->set_shape(Shape::Array(PrimitiveType::kS32, {3}));
+      return out;
+    }
+  } xla;
+  CheckOutcome o = Check(xla);
+  EXPECT_EQ(o.status, CheckStatus::kUnsupported) << o.message;
+  EXPECT_THAT(o.message, HasSubstr("a gap of ours"));
+}
+
+TEST(DescribeModuleChanges, NamesOpcodeCountsThatMoved) {
+  std::unique_ptr<HloModule> a = Parse(kGlobal);
+  std::unique_ptr<HloModule> b = Parse(kWrong);
+  std::vector<std::string> changes = DescribeModuleChanges(*a, *b);
+  ASSERT_FALSE(changes.empty());
+  EXPECT_THAT(changes[0], HasSubstr("negate 1 -> 0"));
+}
+
+}  // namespace
+}  // namespace spmdcheck::target

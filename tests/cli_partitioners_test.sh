@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The partitioner under test on the command line: `cmd:` partitioners and their contract, XLA's
+# GSPMD and Shardy through the worker, and XLA being unavailable.
+# Usage: cli_partitioners_test.sh SPMDCHECK_BINARY SOURCE_DIR
+# The XLA part needs the project's virtual environment with jax (./scripts/run-tests makes it);
+# without it that part is skipped with a message, except under CI=true, where it fails.
+set -u
+bin="$1"
+src="$2"
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+pass=0
+
+# expect EXIT_CODE SUBSTRING -- command...
+expect() {
+  local code="$1" needle="$2"
+  shift 3
+  local out
+  out="$("$@" 2>&1)"
+  local got=$?
+  if [ "$got" -ne "$code" ] || [[ "$out" != *"$needle"* ]]; then
+    echo "FAIL: $* -> exit $got (want $code), output lacks '$needle':"
+    echo "$out" | head -30
+    failures=$((failures + 1))
+  else
+    pass=$((pass + 1))
+  fi
+}
+
+matmul="$src/corpus/hlo/sharded_matmul.hlo"
+cmd="$src/tests/data/cmd_partitioner.sh"
+expect 0 "verdict: holds" -- "$bin" check "$matmul" --partitioner "cmd:$cmd ok $bin"
+expect 0 "--partitioner 'cmd:$cmd ok $bin'" -- "$bin" check "$matmul" --partitioner "cmd:$cmd ok $bin"
+expect 1 "xla-rejects-valid-module (our verifier accepts it): refused" -- "$bin" check "$matmul" --partitioner "cmd:$cmd reject $bin"
+expect 3 "no handler for dot" -- "$bin" check "$matmul" --partitioner "cmd:$cmd unsupported $bin"
+expect 1 "crash: " -- "$bin" check "$matmul" --partitioner "cmd:$cmd crash $bin"
+expect 1 "Check failed: oops" -- "$bin" check "$matmul" --partitioner "cmd:$cmd crash $bin"
+expect 3 "timeout: " -- "$bin" check "$matmul" --partitioner "cmd:$cmd hang $bin" --timeout 1
+expect 1 "wrote no" -- "$bin" check "$matmul" --partitioner "cmd:$cmd empty $bin"
+expect 2 "unknown partitioner 'gcc'" -- "$bin" check "$matmul" --partitioner gcc
+expect 2 "not of xla" -- "$bin" check "$matmul" --partitioner xla --inject-bug dot-padding-unmasked
+expect 2 "--timeout takes" -- "$bin" check "$matmul" --partitioner xla --timeout -3
+# reduce --until-cmd goes through the process runner: a hanging predicate is killed.
+printf '#!/bin/sh\nsleep 60\n' > "$tmp/hang.sh"
+chmod +x "$tmp/hang.sh"
+expect 2 "is not interesting" -- "$bin" reduce "$matmul" --until-cmd "$tmp/hang.sh" --timeout 1 -o "$tmp/r.hlo"
+printf '#!/bin/sh\ngrep -q dot "$1"\n' > "$tmp/has_dot.sh"
+chmod +x "$tmp/has_dot.sh"
+expect 0 "wrote $tmp/r.hlo" -- "$bin" reduce "$matmul" --until-cmd "$tmp/has_dot.sh" -o "$tmp/r.hlo"
+
+# No XLA here: a clear unknown, exit 3.
+expect 3 "unknown: XLA is not available: no python at /nonexistent/venv/bin/python" -- "$bin" check "$matmul" --partitioner xla --xla-venv /nonexistent/venv
+expect 3 "XLA is not available" -- "$bin" partition "$matmul" --partitioner shardy --xla-venv /nonexistent/venv
+
+venv="${SPMDCHECK_XLA_VENV:-$src/.venv}"
+if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import jax" 2>/dev/null; then
+  expect 0 "xla end to end: holds" -- "$bin" check "$matmul" --partitioner xla
+  expect 0 "partitioner: shardy (jax " -- "$bin" check "$matmul" --partitioner shardy
+  out="$("$bin" check "$matmul" --partitioner xla,shardy --stats 2>&1)"
+  code=$?
+  for needle in "== xla" "== shardy" "xla: collectives:" "shardy: collectives:" "reference (ours): collectives:" \
+    "reproduce: spmdcheck check $matmul --partitioner shardy --seed 1 --trials 2"; do
+    if [ "$code" -ne 0 ] || [[ "$out" != *"$needle"* ]]; then
+      echo "FAIL: check --partitioner xla,shardy --stats lacks '$needle' (exit $code):"
+      echo "$out" | head -40
+      failures=$((failures + 1))
+    else
+      pass=$((pass + 1))
+    fi
+  done
+  expect 0 "_spmd" -- "$bin" partition "$matmul" --partitioner xla
+  expect 0 "dumped: $tmp/dump/xla.partitioned.hlo" -- "$bin" check "$matmul" --partitioner xla --dump "$tmp/dump"
+  expect 0 "" -- "$bin" parse "$tmp/dump/xla.partitioned.hlo"
+else
+  if [ "${CI:-}" = "true" ]; then
+    echo "FAIL: no virtual environment with jax at $venv, and CI=true needs XLA"
+    failures=$((failures + 1))
+  else
+    echo "skipped the XLA part: no virtual environment with jax at $venv (./scripts/run-tests makes one)"
+  fi
+fi
+echo "$pass passed, $failures failed"
+[ "$failures" -eq 0 ]

@@ -1,0 +1,16 @@
+#!/bin/sh
+# A `cmd:` partitioner for tests, following the contract of docs/partitioners.md:
+#   cmd_partitioner.sh MODE SPMDCHECK IN.hlo OUT.hlo --num-partitions N
+# MODE ok: spmdcheck's own partitioner; reject: exit 2; unsupported: exit 3; crash: abort;
+# hang: sleep; empty: exit 0 without output.
+mode="$1"
+spmdcheck="$2"
+shift 2
+case "$mode" in
+  ok) exec "$spmdcheck" partition "$1" -o "$2" "$3" "$4" ;;
+  reject) echo "refused: I do not like this module" >&2; exit 2 ;;
+  unsupported) echo "no handler for dot" >&2; exit 3 ;;
+  crash) echo "F1201 partitioner.cc:1] Check failed: oops" >&2; kill -ABRT $$ ;;
+  hang) sleep 60 ;;
+  empty) exit 0 ;;
+esac

@@ -1,0 +1,108 @@
+// The process runner: exit codes, output capture, timeouts that kill the whole process group,
+// missing programs, and the line-based child the XLA worker runs in.
+#include <signal.h>
+
+#include <chrono>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "target/process.h"
+
+namespace spmdcheck::target {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(RunProcess, CapturesExitCodeAndBothStreams) {
+  absl::StatusOr<ProcessResult> r = RunProcess(ShellCommand("echo out; echo err >&2; exit 7"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->exited());
+  EXPECT_EQ(r->exit_code, 7);
+  EXPECT_EQ(r->stdout_text, "out\n");
+  EXPECT_EQ(r->stderr_text, "err\n");
+  EXPECT_EQ(r->Describe(), "exit 7");
+}
+
+TEST(RunProcess, FeedsStdin) {
+  ProcessOptions options;
+  options.stdin_data = "hello\nworld\n";
+  absl::StatusOr<ProcessResult> r = RunProcess({"wc", "-l"}, options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(r->stdout_text, HasSubstr("2"));
+}
+
+TEST(RunProcess, TimeoutKillsTheWholeGroup) {
+  // The shell's background child would keep stdout open forever if only the shell died.
+  ProcessOptions options;
+  options.timeout_seconds = 0.5;
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<ProcessResult> r = RunProcess(ShellCommand("sleep 30 & sleep 30"), options);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_FALSE(r->exited());
+  EXPECT_LT(seconds, 10);
+  EXPECT_THAT(r->Describe(), HasSubstr("timed out"));
+}
+
+TEST(RunProcess, ASignalIsReported) {
+  absl::StatusOr<ProcessResult> r = RunProcess(ShellCommand("kill -ABRT $$"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->term_signal, SIGABRT);
+  EXPECT_THAT(r->Describe(), HasSubstr("signal 6"));
+}
+
+TEST(RunProcess, MissingProgramIsNotFound) {
+  absl::StatusOr<ProcessResult> r = RunProcess({"/nonexistent/spmdcheck-no-such-program"});
+  EXPECT_TRUE(absl::IsNotFound(r.status())) << r.status();
+}
+
+TEST(RunProcess, KeepsOnlyTheTailOfLongOutput) {
+  ProcessOptions options;
+  options.max_output_bytes = 100;
+  absl::StatusOr<ProcessResult> r = RunProcess(ShellCommand("seq 1 100000; echo LAST"), options);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LE(r->stdout_text.size(), 100u);
+  EXPECT_THAT(r->stdout_text, HasSubstr("LAST"));
+}
+
+TEST(ChildProcess, TalksLineByLine) {
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+      ChildProcess::Start(ShellCommand("while read x; do echo \"got $x\"; echo noise >&2; done"));
+  ASSERT_TRUE(child.ok()) << child.status();
+  ASSERT_TRUE((*child)->WriteLine("a").ok());
+  absl::StatusOr<std::string> line = (*child)->ReadLine(10);
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_EQ(*line, "got a");
+  ASSERT_TRUE((*child)->WriteLine("b").ok());
+  EXPECT_EQ(*(*child)->ReadLine(10), "got b");
+  EXPECT_THAT((*child)->StderrTail(), HasSubstr("noise"));
+  EXPECT_TRUE((*child)->running());
+}
+
+TEST(ChildProcess, ReadTimesOutWithoutHanging) {
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+      ChildProcess::Start(ShellCommand("sleep 30"));
+  ASSERT_TRUE(child.ok());
+  absl::StatusOr<std::string> line = (*child)->ReadLine(0.3);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(line.status())) << line.status();
+  (*child)->Kill();
+  EXPECT_FALSE((*child)->running());
+}
+
+TEST(ChildProcess, DeathIsSeenAsEndOfOutput) {
+  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
+      ChildProcess::Start(ShellCommand("echo bye >&2; kill -ABRT $$"));
+  ASSERT_TRUE(child.ok());
+  absl::StatusOr<std::string> line = (*child)->ReadLine(10);
+  EXPECT_TRUE(absl::IsUnavailable(line.status())) << line.status();
+  const ProcessResult ended = (*child)->Wait(5);
+  EXPECT_EQ(ended.term_signal, SIGABRT);
+  EXPECT_THAT(ended.stderr_text, HasSubstr("bye"));
+  // Writing to a dead child is an error, not a SIGPIPE that ends the test.
+  EXPECT_FALSE((*child)->WriteLine("anyone?").ok());
+}
+
+}  // namespace
+}  // namespace spmdcheck::target

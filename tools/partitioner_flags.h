@@ -1,0 +1,42 @@
+// The flags that choose and configure the partitioner under test, shared by `check`,
+// `partition`, `fuzz` and `reduce`: --partitioner SPEC[,SPEC...], --inject-bug NAME,
+// --xla-venv DIR, --timeout SECONDS.
+#ifndef SPMDCHECK_TOOLS_PARTITIONER_FLAGS_H_
+#define SPMDCHECK_TOOLS_PARTITIONER_FLAGS_H_
+
+#include <set>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "target/partitioner_under_test.h"
+#include "tools/cli.h"
+
+namespace spmdcheck::cli {
+
+inline const std::set<std::string> kPartitionerValueFlags = {"--partitioner", "--inject-bug",
+                                                             "--xla-venv", "--timeout"};
+
+struct PartitionerChoice {
+  std::string specs = "reference";  // As given to --partitioner.
+  target::TargetOptions options;
+  // The flags to repeat in a `reproduce:` line (besides --partitioner).
+  std::string reproduce_flags;
+};
+
+absl::StatusOr<PartitionerChoice> PartitionerChoiceFromArgs(const Args& args);
+
+// Help text for the flags above.
+inline constexpr char kPartitionerFlagsHelp[] =
+    R"(  --partitioner SPEC      the partitioner under test: reference (default), xla (XLA's GSPMD),
+                          shardy (XLA's Shardy), cmd:COMMAND (docs/partitioners.md), or several
+                          separated by commas (xla,shardy)
+  --inject-bug NAME       switch on an injected bug of the reference partitioner
+                          (spmdcheck fuzz --list-bugs)
+  --xla-venv DIR          the virtual environment whose jax/jaxlib to test (default: the
+                          project's .venv; also SPMDCHECK_XLA_VENV)
+  --timeout SECONDS       per compile (xla, shardy) or per command run (cmd:); default 120
+)";
+
+}  // namespace spmdcheck::cli
+
+#endif  // SPMDCHECK_TOOLS_PARTITIONER_FLAGS_H_
