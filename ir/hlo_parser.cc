@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -890,13 +891,38 @@ absl::Status Parser::ParseMeshAxesReplicaGroups(ReplicaGroups* groups) {
     std::vector<int64_t> sizes;
     for (const MeshAxis& axis : axes) sizes.push_back(axis.size);
     if (lex_.Peek() == '[') {
-      TileAssignment tiles;
-      status = ParseTileAssignment(&tiles, /*allow_list=*/true, nullptr);
+      // XLA prints an iota device order as `[4,4]T(1,0)` (reshape dims, then a transpose);
+      // `[dims]<=[reshape]T(perm)` and `[dims]d0,d1,...` are read too.
+      std::vector<int64_t> first;
+      status = ParseIntList('[', ']', &first, "the mesh's device ids");
       if (!status.ok()) return status;
-      devices = tiles.Reshape(sizes);
-      if (tiles.num_elements() != devices->num_elements()) {
-        return ErrorAt(before_devices, "the mesh's device ids do not match its axis sizes");
+      std::vector<int64_t> reshape = first;
+      std::vector<int64_t> perm;
+      absl::StatusOr<TileAssignment> tiles;
+      if (lex_.TryConsume("<=")) {
+        status = ParseIntList('[', ']', &reshape, "the iota reshape dims");
+        if (!status.ok()) return status;
       }
+      if (std::isdigit(static_cast<unsigned char>(lex_.Peek()))) {
+        std::vector<int64_t> ids;
+        do {
+          int64_t id = 0;
+          status = ParseInt(&id, "a device id");
+          if (!status.ok()) return status;
+          ids.push_back(id);
+        } while (lex_.TryConsume(','));
+        tiles = TileAssignment::Explicit(sizes, std::move(ids));
+      } else {
+        if (lex_.TryConsume('T')) {
+          status = ParseIntList('(', ')', &perm, "the device ids' transpose");
+          if (!status.ok()) return status;
+        } else {
+          for (size_t k = 0; k < reshape.size(); ++k) perm.push_back(static_cast<int64_t>(k));
+        }
+        tiles = TileAssignment::Iota(sizes, reshape, perm);
+      }
+      if (!tiles.ok()) return ErrorAt(before_devices, tiles.status().message());
+      devices = *std::move(tiles);
     } else {
       std::vector<int64_t> ids;
       do {

@@ -73,9 +73,6 @@ struct EquivReport {
 absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloModule& second,
                                              const EquivOptions& options);
 
-// The tolerance CheckEquivalence compares results of `root_shape` with.
-Tolerance ResultTolerance(const Shape& root_shape, bool float_inputs);
-
 // Human-readable report (what the CLI prints).
 std::string FormatEquivReport(const EquivReport& report);
 

@@ -1,6 +1,7 @@
 #include "oracle/sharded_values.h"
 
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <functional>
 
@@ -72,7 +73,15 @@ bool ElementsEqual(const Literal& a, int64_t i, const Literal& b, int64_t j,
                    const Tolerance& tolerance) {
   const PrimitiveType type = a.shape().element_type();
   if (IsComplexType(type)) {
-    return a.GetComplex(i) == b.GetComplex(j);
+    const std::complex<double> x = a.GetComplex(i);
+    const std::complex<double> y = b.GetComplex(j);
+    if (x == y) return true;
+    if (std::isnan(x.real()) || std::isnan(x.imag()) || std::isnan(y.real()) ||
+        std::isnan(y.imag())) {
+      return false;
+    }
+    // Within tolerance of the value's magnitude (FFTs mix the parts).
+    return std::abs(x - y) <= tolerance.absolute + tolerance.relative * std::abs(x);
   }
   if (IsFloatingType(type)) {
     const double x = a.GetDouble(i);

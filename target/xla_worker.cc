@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -12,8 +13,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "ir/primitive_type.h"
 
 #ifndef SPMDCHECK_SOURCE_DIR
@@ -172,8 +175,19 @@ absl::StatusOr<WorkerAnswer> XlaWorker::Call(const std::string& method,
     std::string output = RequestLogTail(id);
     if (output.empty()) output = Tail(ended.stderr_text, 3000);
     child_.reset();
+    // The line that says why (an XLA CHECK failure, `F...] Check failed: ...`) comes first.
+    std::string why;
+    for (absl::string_view line : absl::StrSplit(output, '\n')) {
+      if (absl::StrContains(line, "Check failed") || absl::StrContains(line, "RET_CHECK") ||
+          (line.size() > 1 && line[0] == 'F' &&
+           std::isdigit(static_cast<unsigned char>(line[1])))) {
+        why = std::string(line);
+        break;
+      }
+    }
     return absl::AbortedError(absl::StrCat("the XLA worker died during '", method, "' (",
-                                           ended.Describe(), "); its last output:\n", output));
+                                           ended.Describe(), ")", why.empty() ? "" : ": ", why,
+                                           "; its last output:\n", output));
   }
   nlohmann::json response = nlohmann::json::parse(*line, nullptr, /*allow_exceptions=*/false);
   if (!response.is_object() || !response.contains("id") || response["id"] != id ||

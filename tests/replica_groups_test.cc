@@ -351,6 +351,13 @@ TEST(ReplicaGroupsMeshAxes, SubAxes) {
 TEST(ReplicaGroupsMeshAxes, ExplicitDeviceIds) {
   EXPECT_EQ(MustParse("mesh['a'=2,'b'=2], device_ids=(3,2,1,0) {'b'}").groups(),
             (Groups{{3, 2}, {1, 0}}));
+  // XLA prints an iota order as reshape dims and a transpose: [2,2]T(1,0) is 0,2,1,3.
+  EXPECT_EQ(MustParse("mesh['a'=2,'b'=2], device_ids=([2,2]T(1,0)) {'b'}").groups(),
+            (Groups{{0, 2}, {1, 3}}));
+  EXPECT_EQ(MustParse("mesh['a'=2,'b'=2], device_ids=([2,2]T(1,0)) {'a'}").groups(),
+            (Groups{{0, 1}, {2, 3}}));
+  EXPECT_EQ(MustParse("mesh['a'=4], device_ids=([4]1,0,3,2) {'a'}").groups(),
+            (Groups{{1, 0, 3, 2}}));
 }
 
 TEST(ReplicaGroupsMeshAxes, InAnInstruction) {

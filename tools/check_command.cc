@@ -1,12 +1,16 @@
 // `spmdcheck check FILE [--partitioner SPEC[,SPEC]] [--num-partitions N] [--trials K] [--seed S]
 // [--stats] [--compare PART] [--no-shrink] [--no-widen] [--no-execute] [--dump DIR]`: partition
 // with the partitioner under test, then judge the result (see docs/check.md).
+#include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -27,7 +31,7 @@ void PrintPartitionStats(const partitioner::PartitionStats& stats, const HloModu
 namespace {
 
 constexpr char kCheckHelp[] =
-    R"(usage: spmdcheck check FILE [--partitioner SPEC[,SPEC...]] [--num-partitions N] [--trials K]
+    R"(usage: spmdcheck check FILE|DIR... [--partitioner SPEC[,SPEC...]] [--num-partitions N] [--trials K]
                        [--seed S] [--stats] [--compare PARTITIONED] [--no-shrink] [--no-widen]
                        [--no-execute] [--dump DIR] [--inject-bug NAME] [--xla-venv DIR]
 
@@ -36,7 +40,8 @@ FILE's result on every device (random inputs, padding poisoned). For XLA's parti
 checks run: XLA's module after spmd-partitioning against the module XLA received, on our oracle;
 XLA's sharded executable against XLA's single-device run of the same program; and our
 interpreter against that single-device run. A failure is claimed only when XLA's own execution
-confirms it; what only our oracle sees is reported as oracle-only (unknown).
+confirms it; what only our oracle sees is reported as oracle-only (unknown). With several
+files or a directory (its *.hlo): one line per module and partitioner, then a summary.
 )"
     R"(  --num-partitions N      partition count (default: the module's num_partitions)
   --trials K              random trials (default 2); --seed S (default 1)
@@ -161,6 +166,127 @@ int Report(const target::CheckOutcome& o, const std::string& reproduce, std::ost
   return code;
 }
 
+absl::StatusOr<std::vector<std::string>> ExpandPaths(const std::vector<std::string>& paths) {
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) {
+      std::vector<std::string> found;
+      for (const auto& entry : std::filesystem::directory_iterator(path, error)) {
+        if (entry.path().extension() == ".hlo") found.push_back(entry.path().string());
+      }
+      std::sort(found.begin(), found.end());
+      files.insert(files.end(), found.begin(), found.end());
+    } else if (std::filesystem::exists(path, error)) {
+      files.push_back(path);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": no such file or directory"));
+    }
+  }
+  return files;
+}
+
+// One line per module and partitioner, then per partitioner the counts by outcome (the unknown
+// reasons grouped by their first words), time in the partitioner and in our checks.
+int CheckMany(const std::vector<std::string>& files,
+              std::vector<std::unique_ptr<target::PartitionerUnderTest>>& partitioners,
+              const target::CheckOptions& options, std::ostream& out, std::ostream& err) {
+  struct Tally {
+    std::map<std::string, int64_t> outcomes;
+    double partitioner_seconds = 0, oracle_seconds = 0, execution_seconds = 0;
+    int64_t modules = 0;
+  };
+  std::map<std::string, Tally> tallies;
+  int worst = kExitHolds;
+  int64_t unreadable = 0;
+  auto reason_key = [](const std::string& message) {
+    std::string key = message.substr(0, message.find_first_of(":(\n"));
+    if (key.size() > 60) key = key.substr(0, 60);
+    return key;
+  };
+  for (const std::string& file : files) {
+    std::ostringstream load_errors;
+    absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(file, load_errors);
+    if (!module.ok()) {
+      ++unreadable;
+      std::string first(module.status().message());
+      out << file << ": bad input: " << first.substr(0, first.find('\n')) << "\n";
+      continue;
+    }
+    for (const auto& partitioner : partitioners) {
+      const std::string spec = partitioner->spec();
+      Tally& tally = tallies[spec];
+      ++tally.modules;
+      absl::StatusOr<target::CheckOutcome> outcome =
+          target::CheckPartitioning(**module, *partitioner, options);
+      std::string line, key;
+      if (!outcome.ok()) {
+        key = "bad input";
+        line = std::string(outcome.status().message());
+      } else {
+        tally.partitioner_seconds += outcome->self_report.seconds;
+        tally.oracle_seconds += outcome->oracle_seconds;
+        tally.execution_seconds += outcome->execution_seconds;
+        const std::string finding = target::FindingName(outcome->finding);
+        switch (outcome->status) {
+          case target::CheckStatus::kHolds:
+            key = "holds";
+            break;
+          case target::CheckStatus::kFails:
+            key = finding.empty() ? "fails" : absl::StrCat("fails (", finding, ")");
+            worst = kExitFails;
+            break;
+          case target::CheckStatus::kCrash:
+            key = "crash";
+            worst = kExitFails;
+            break;
+          case target::CheckStatus::kRejected:
+            key = "rejected (xla-rejects-valid-module)";
+            worst = kExitFails;
+            break;
+          case target::CheckStatus::kTimeout:
+            key = "unknown: timeout";
+            break;
+          case target::CheckStatus::kUnsupported:
+            key =
+                absl::StrCat("unknown: ", finding.empty() ? reason_key(outcome->message) : finding);
+            break;
+        }
+        if (worst == kExitHolds && outcome->status != target::CheckStatus::kHolds) {
+          worst = kExitUnknown;
+        }
+        line = outcome->message;
+      }
+      ++tally.outcomes[key];
+      // The line: the verdict word (and finding) once, then the message.
+      std::string head = key;
+      if (absl::StartsWith(key, "unknown: ")) head = "unknown";
+      out << file << " [" << spec << "]: " << head;
+      if (!line.empty() && key != "holds") {
+        std::string first = line.substr(0, line.find('\n'));
+        if (first.size() > 300) first = first.substr(0, 300) + "...";
+        out << ": " << first;
+      }
+      out << "\n";
+    }
+  }
+  out << "== summary: " << files.size() << " module(s)";
+  if (unreadable > 0) out << ", " << unreadable << " we cannot read";
+  out << "\n";
+  for (const auto& [spec, tally] : tallies) {
+    out << spec << ": " << tally.modules << " checked";
+    for (const auto& [key, count] : tally.outcomes) out << "; " << key << " " << count;
+    out << "\n";
+    out << absl::StrFormat(
+        "  time: partitioner %.1f s, oracle %.1f s, executions %.1f s (oracle / partitioner = "
+        "%.2f)\n",
+        tally.partitioner_seconds, tally.oracle_seconds, tally.execution_seconds,
+        tally.partitioner_seconds > 0 ? tally.oracle_seconds / tally.partitioner_seconds : 0.0);
+  }
+  (void)err;
+  return worst;
+}
+
 }  // namespace
 
 int RunCheck(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
@@ -174,7 +300,7 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     out << kCheckHelp << kPartitionerFlagsHelp;
     return kExitHolds;
   }
-  if (args->positional().size() != 1) {
+  if (args->positional().empty()) {
     err << kCheckHelp << kPartitionerFlagsHelp;
     return kExitBadInput;
   }
@@ -189,12 +315,24 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   }
   absl::StatusOr<PartitionerChoice> choice = PartitionerChoiceFromArgs(*args);
   if (!choice.ok()) return BadInput(err, "check", choice.status().message());
-  const std::string& path = args->positional()[0];
-  absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
-  if (!module.ok()) return BadInput(err, "check", module.status().message());
   absl::StatusOr<std::vector<std::unique_ptr<target::PartitionerUnderTest>>> partitioners =
       target::MakePartitioners(choice->specs, choice->options);
   if (!partitioners.ok()) return BadInput(err, "check", partitioners.status().message());
+  target::CheckOptions options;
+  options.num_partitions = *partitions;
+  options.trials = *trials;
+  options.seed = static_cast<uint64_t>(*seed);
+  options.shrink = !args->Has("--no-shrink");
+  options.widen_narrow_floats = !args->Has("--no-widen");
+  options.execute = !args->Has("--no-execute");
+  const std::string& path = args->positional()[0];
+  if (args->positional().size() > 1 || std::filesystem::is_directory(path)) {
+    absl::StatusOr<std::vector<std::string>> files = ExpandPaths(args->positional());
+    if (!files.ok()) return BadInput(err, "check", files.status().message());
+    return CheckMany(*files, *partitioners, options, out, err);
+  }
+  absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
+  if (!module.ok()) return BadInput(err, "check", module.status().message());
   std::unique_ptr<HloModule> compared;
   if (std::optional<std::string> other = args->Get("--compare")) {
     absl::StatusOr<std::unique_ptr<HloModule>> loaded = LoadVerifiedModule(*other, err);
@@ -203,14 +341,6 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   }
   const std::optional<std::string> dump_dir = args->Get("--dump");
   if (dump_dir.has_value()) std::filesystem::create_directories(*dump_dir);
-
-  target::CheckOptions options;
-  options.num_partitions = *partitions;
-  options.trials = *trials;
-  options.seed = static_cast<uint64_t>(*seed);
-  options.shrink = !args->Has("--no-shrink");
-  options.widen_narrow_floats = !args->Has("--no-widen");
-  options.execute = !args->Has("--no-execute");
   const int64_t effective_partitions = *partitions > 0 ? *partitions : (*module)->num_partitions();
   int worst = kExitHolds;
   bool any_xla = false;

@@ -210,7 +210,11 @@ def import_shardings(module, ir, num_devices: int, xc) -> Dict[str, int]:
   maximal = sorted({s.device for s in every if s.kind == "maximal"})
 
   def rank_of(type_) -> int:
-    return ir.RankedTensorType(type_).rank
+    try:
+      return ir.RankedTensorType(type_).rank
+    except ValueError:
+      raise Unsupported(f"a sharded value of type {type_} (tokens, tuples) is not imported into "
+                        "Shardy") from None
 
   counts = {"func_attrs": 0, "ops": 0, "constraints": 0}
   funcs: Dict[int, list] = {}

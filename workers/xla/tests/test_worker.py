@@ -113,3 +113,20 @@ def test_without_the_import_xla_falls_back_and_says_so(worker):
   assert "result" in r, r
   assert r["result"]["modules"]["shardy"] is None
   assert any("falling back" in line for line in r["log"]), r["log"]
+
+
+def test_scalar_results_stay_scalars(worker):
+  scalar = """HloModule s
+
+ENTRY e {
+  c = f32[1,8] constant({{0,1,2,3,4,5,6,7}})
+  s = f32[1,1] slice(c), slice={[0:1], [3:4]}
+  ROOT r = f32[] reshape(s)
+}
+"""
+  r = worker.call("compile", {"hlo": scalar, "num_partitions": 1, "partitioner": "none",
+                              "dumps": False})
+  out = worker.call("execute", {"handle": r["result"]["handle"], "arguments": []})
+  value = out["result"]["outputs"][0][0]
+  assert value["shape"] == []
+  assert decode(value) == 3.0
