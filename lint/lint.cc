@@ -321,7 +321,7 @@ class ChainLinter {
   void Lint(const Chain& chain) {
     const std::string label = absl::StrCat(chain.source->name(), " -> ", chain.end->name());
     absl::StatusOr<std::unique_ptr<HloModule>> original =
-        ParseModuleText(ChainModuleText(module_, chain, num_partitions_));
+        ChainModule(module_, chain, num_partitions_);
     if (!original.ok()) {
       Note(label, absl::StrCat("could not be extracted: ", original.status().message()));
       return;
@@ -422,7 +422,7 @@ class ChainLinter {
       const Chain chain = ChainBetween(sum->operand(0), slice);
       const std::string label = absl::StrCat(sum->name(), " -> ", slice->name());
       absl::StatusOr<std::unique_ptr<HloModule>> original =
-          ParseModuleText(ChainModuleText(module_, chain, num_partitions_));
+          ChainModule(module_, chain, num_partitions_);
       if (!original.ok()) continue;
       Finding base;
       base.instructions = Names(chain.members);
@@ -450,13 +450,12 @@ class ChainLinter {
   bool TryRewrites(const Chain& chain, const std::string& label, const HloModule& original,
                    const Finding& base, std::optional<Finding>& unproven) {
     for (PatternRewrite& rewrite : PatternRewrites(module_, chain, num_partitions_)) {
-      absl::StatusOr<std::unique_ptr<HloModule>> replacement = ParseModuleText(rewrite.module_text);
-      if (!replacement.ok()) continue;
-      RemoveDead(*(*replacement)->entry());
+      std::unique_ptr<HloModule>& replacement = rewrite.module;
+      RemoveDead(*replacement->entry());
       Finding finding = base;
-      finding.proposed = PriceModule(**replacement, num_partitions_, options_.topology);
+      finding.proposed = PriceModule(*replacement, num_partitions_, options_.topology);
       if (ScoreOf(finding.proposed) >= ScoreOf(finding.current)) continue;
-      const smt::ProofResult same = smt::ProveEquivChain(original, **replacement, ProofOptions());
+      const smt::ProofResult same = smt::ProveEquivChain(original, *replacement, ProofOptions());
       finding.proof = smt::FormatProofResult(same);
       finding.status =
           same.verdict == Verdict::kHolds ? FindingStatus::kProved : FindingStatus::kUnproven;
@@ -464,7 +463,7 @@ class ChainLinter {
       finding.catalog_rule = rewrite.match.catalog_rule;
       PrintOptions print;
       print.print_metadata = false;
-      finding.proposed_hlo = PrintModule(**replacement, print);
+      finding.proposed_hlo = PrintModule(*replacement, print);
       finding.message = Summary(finding, label, rewrite.match.description);
       if (finding.status == FindingStatus::kProved) {
         report_.findings.push_back(std::move(finding));
