@@ -20,13 +20,12 @@ HloInstruction::HloInstruction(HloOpcode opcode, std::string name, Shape shape)
 HloInstruction::HloInstruction(HloOpcode opcode, std::string name, SharedValue<Shape> shape)
     : opcode_(opcode), name_(std::move(name)), shape_(shape ? std::move(shape) : InvalidShape()) {}
 
+// A copy is in no computation (renaming it must not touch the original's name index).
 HloInstruction::HloInstruction(const HloInstruction& other)
     : opcode_(other.opcode_),
-      index_(other.index_),
       name_(other.name_),
       shape_(other.shape_),
       operands_(other.operands_),
-      parent_(other.parent_),
       parameter_number_(other.parameter_number_),
       literal_(other.literal_),
       sharding_(other.sharding_),
@@ -35,7 +34,13 @@ HloInstruction::HloInstruction(const HloInstruction& other)
       location_(other.location_) {}
 
 HloInstruction& HloInstruction::operator=(const HloInstruction& other) {
-  if (this != &other) *this = HloInstruction(other);
+  if (this == &other) return *this;
+  // Takes `other`'s contents and keeps its own place (parent and position).
+  HloComputation* parent = parent_;
+  const int32_t index = index_;
+  *this = HloInstruction(other);
+  parent_ = parent;
+  index_ = index;
   return *this;
 }
 

@@ -144,7 +144,10 @@ class HloInstruction {
   // Same, sharing an existing shape (copied on the first mutable_shape()); an empty `shape`
   // means the invalid Shape().
   HloInstruction(HloOpcode opcode, std::string name, SharedValue<Shape> shape);
+  // A copy outside any computation (parent() null, index -1), with the same operands and called
+  // computations.
   HloInstruction(const HloInstruction& other);
+  // Takes `other`'s contents; keeps its own parent and position.
   HloInstruction& operator=(const HloInstruction& other);
   HloInstruction(HloInstruction&&) noexcept = default;
   HloInstruction& operator=(HloInstruction&&) noexcept = default;

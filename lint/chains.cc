@@ -12,7 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "ir/hlo_parser.h"
 #include "ir/holds_comment.h"
 #include "smt/chain_model.h"
 
@@ -185,14 +184,6 @@ ChainSplit SplitIntoChains(const HloModule& module) {
     split.chains.push_back(std::move(chain));
   }
   return split;
-}
-
-absl::StatusOr<std::unique_ptr<HloModule>> ParseModuleText(const std::string& text) {
-  ParseOptions options;
-  options.path = "<lint>";
-  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, options);
-  if (!parsed.ok()) return parsed.status();
-  return std::move(parsed->module);
 }
 
 Chain ChainBetween(const HloInstruction* source, const HloInstruction* end) {

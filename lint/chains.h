@@ -49,9 +49,6 @@ Chain ChainBetween(const HloInstruction* source, const HloInstruction* end);
 // True for the opcodes a chain may contain.
 bool IsDataMovement(HloOpcode opcode);
 
-// Parses module text the lint built itself (errors name `<lint>`).
-absl::StatusOr<std::unique_ptr<HloModule>> ParseModuleText(const std::string& text);
-
 // Instructions standing in for some of a chain's (same name; their operands and called
 // computations are the linted module's, remapped like the chain's own).
 using InstructionOverrides = absl::flat_hash_map<const HloInstruction*, HloInstruction>;

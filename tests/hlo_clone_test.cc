@@ -252,6 +252,38 @@ TEST(HloClone, ClonerAssemblesAModuleFromPartsOfAnother) {
   EXPECT_THAT(PrintModule(assembled), ::testing::HasSubstr("ROOT c = f32[8,4] call(x), to_apply=helper"));
 }
 
+TEST(HloClone, ACopiedInstructionIsInNoComputation) {
+  // More than 16 instructions, so the computation keeps a name index.
+  std::string text = "HloModule big\nENTRY main {\n  p0 = f32[4] parameter(0)\n";
+  for (int i = 1; i <= 20; ++i) {
+    text += "  p" + std::to_string(i) + " = f32[4] negate(p" + std::to_string(i - 1) + ")\n";
+  }
+  text += "  ROOT r = f32[4] copy(p20)\n}\n";
+  std::unique_ptr<HloModule> module = Parse(text);
+  ASSERT_NE(module, nullptr);
+  HloInstruction* p7 = module->entry()->FindInstruction("p7");
+  ASSERT_NE(p7, nullptr);
+  {
+    HloInstruction copy(*p7);
+    EXPECT_EQ(copy.parent(), nullptr);
+    EXPECT_EQ(copy.index_in_parent(), -1);
+    copy.set_name("renamed");
+    EXPECT_EQ(copy.name(), "renamed");
+  }
+  EXPECT_EQ(module->entry()->FindInstruction("renamed"), nullptr);
+  EXPECT_EQ(module->entry()->FindInstruction("p7"), p7);
+  EXPECT_EQ(p7->name(), "p7");
+  // Assigning keeps the target's place.
+  HloInstruction* p8 = module->entry()->FindInstruction("p8");
+  const int64_t index = p8->index_in_parent();
+  HloInstruction other(HloOpcode::kAbs, "p8", p8->shape());
+  other.AppendOperand(p7);
+  *p8 = other;
+  EXPECT_EQ(p8->parent(), module->entry());
+  EXPECT_EQ(p8->index_in_parent(), index);
+  EXPECT_EQ(p8->opcode(), HloOpcode::kAbs);
+}
+
 std::string ReadAll(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
