@@ -260,6 +260,7 @@ absl::StatusOr<GlobalChain> MeaningFromGlobal(const Chain& chain, const HloModul
     v.name = absl::StrCat(from->name(), ".resharded");
     v.shape = from->shape();
     v.op.emplace(HloOpcode::kCopy, v.name, v.shape);
+    v.op->mutable_shape().clear_layout();
     out.values.push_back(std::move(v));
   }
   out.values.back().holder = chain.end->name();

@@ -24,10 +24,16 @@ namespace {
 
 using partitioner::CollectiveCost;
 
+// The chain's parameters and resharding copies are written without layouts.
+Shape WithoutLayout(Shape shape) {
+  shape.clear_layout();
+  return shape;
+}
+
 // The parameter holding `value` (the chain's input, or the first value of a segment).
 HloInstruction* AddInput(HloComputation& computation, const GlobalValue& value, std::string name) {
   auto parameter = std::make_unique<HloInstruction>(HloOpcode::kParameter, std::move(name),
-                                                    value.shape);
+                                                    WithoutLayout(value.shape));
   parameter->set_parameter_number(0);
   return computation.AddInstruction(std::move(parameter));
 }
@@ -262,7 +268,8 @@ absl::StatusOr<std::unique_ptr<HloModule>> PlannedModule(const GlobalChain& chai
       value = *next;
     }
     if (resharded[i]) {
-      auto copy = std::make_unique<HloInstruction>(HloOpcode::kCopy, v.name, v.shape);
+      auto copy =
+          std::make_unique<HloInstruction>(HloOpcode::kCopy, v.name, WithoutLayout(v.shape));
       copy->AppendOperand(value);
       value = entry->AddInstruction(std::move(copy));
     }
