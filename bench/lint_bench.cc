@@ -55,8 +55,9 @@ int main(int argc, char** argv) {
   // The shared dir from the command line (must hold the seed case) or the default (skipped
   // when absent).
   if (argc <= 1 && !spmdcheck::test_support::HaveShared("cases/seed-scatter/gspmd.hlo")) {
-    std::printf("%s\n",
-                spmdcheck::test_support::MissingSharedMessage("cases/seed-scatter/gspmd.hlo").c_str());
+    std::printf(
+        "%s\n",
+        spmdcheck::test_support::MissingSharedMessage("cases/seed-scatter/gspmd.hlo").c_str());
     return 0;
   }
   const std::string shared = argc > 1 ? argv[1] : spmdcheck::test_support::SharedDir();

@@ -385,8 +385,8 @@ std::vector<HloComputation*> HloCloner::CloneComputations(
     const std::vector<const HloComputation*>& computations, HloModule& module) {
   std::vector<HloComputation*> copies;
   copies.reserve(computations.size());
-  module.ReserveComputations(static_cast<int64_t>(module.computations().size() +
-                                                  computations.size()));
+  module.ReserveComputations(
+      static_cast<int64_t>(module.computations().size() + computations.size()));
   for (const HloComputation* from : computations) {
     auto to = std::make_unique<HloComputation>(from->name());
     to->execution_thread_ = from->execution_thread_ != nullptr

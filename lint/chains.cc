@@ -249,9 +249,9 @@ absl::StatusOr<std::unique_ptr<HloModule>> ChainModule(const HloModule& module, 
     if (h == chain.end) entry->set_root(added);
   }
   if (entry->root() == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("chain ", chain.source->name(), " -> ", chain.end->name(),
-                     ": the end is not in the chain's closure"));
+    return absl::InvalidArgumentError(absl::StrCat("chain ", chain.source->name(), " -> ",
+                                                   chain.end->name(),
+                                                   ": the end is not in the chain's closure"));
   }
   out->set_entry(out->AddComputation(std::move(entry)));
   return out;

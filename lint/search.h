@@ -19,7 +19,7 @@ namespace spmdcheck::lint {
 
 // One value of a chain's global meaning.
 struct GlobalValue {
-  std::string name;       // In the global chain module.
+  std::string name;  // In the global chain module.
   // The op computing this value from the previous one, without sharding (its own operands are
   // not used: the chain's modules pass it the previous value); empty for the input.
   std::optional<HloInstruction> op;

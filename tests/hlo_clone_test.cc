@@ -75,7 +75,8 @@ void ExpectSelfContained(const HloModule& original, const HloModule& copy) {
   }
 }
 
-constexpr char kControlFlow[] = R"(HloModule control_flow, num_partitions=4, entry_computation_layout={(f32[8,4]{1,0}, s32[])->(f32[8,4]{1,0}, s32[])}
+constexpr char kControlFlow[] =
+    R"(HloModule control_flow, num_partitions=4, entry_computation_layout={(f32[8,4]{1,0}, s32[])->(f32[8,4]{1,0}, s32[])}
 
 add {
   a = f32[] parameter(0)
@@ -249,7 +250,8 @@ TEST(HloClone, ClonerAssemblesAModuleFromPartsOfAnother) {
   EXPECT_EQ(root->operand(0), p);
   EXPECT_EQ(root->called_computation("to_apply"), copies[0]);
   EXPECT_TRUE(VerifyModule(assembled).ok()) << VerifyModule(assembled).message();
-  EXPECT_THAT(PrintModule(assembled), ::testing::HasSubstr("ROOT c = f32[8,4] call(x), to_apply=helper"));
+  EXPECT_THAT(PrintModule(assembled),
+              ::testing::HasSubstr("ROOT c = f32[8,4] call(x), to_apply=helper"));
 }
 
 TEST(HloClone, ACopiedInstructionIsInNoComputation) {

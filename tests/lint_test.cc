@@ -64,9 +64,7 @@ Linted Lint(const std::string& path, const LintOptions& options = {}) {
 
 class SeedLintTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    SPMDCHECK_SKIP_WITHOUT_SHARED("cases/seed-scatter/gspmd.hlo");
-  }
+  void SetUp() override { SPMDCHECK_SKIP_WITHOUT_SHARED("cases/seed-scatter/gspmd.hlo"); }
 };
 
 TEST_F(SeedLintTest, GspmdChainHasAProvedCheaperReplacementCausedByReshape1062) {

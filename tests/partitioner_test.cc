@@ -405,7 +405,8 @@ TEST(Partitioner, ConditionalBranchesTakeTheirOwnOperandsShardings) {
   for (const std::string& text :
        {std::string(kConditionalMixedOperands),
         // The same with the operands the other way round, and as branch_computations.
-        absl::StrReplaceAll(kConditionalMixedOperands, {{"conditional(p, x, y)", "conditional(p, y, x)"}}),
+        absl::StrReplaceAll(kConditionalMixedOperands,
+                            {{"conditional(p, x, y)", "conditional(p, y, x)"}}),
         absl::StrReplaceAll(
             kConditionalMixedOperands,
             {{"p = pred[] compare(k, zero), direction=GT\n", ""},
@@ -429,7 +430,8 @@ TEST(Partitioner, ConditionalBranchesTakeTheirOwnOperandsShardings) {
     ASSERT_EQ(branches.size(), 2u);
     for (size_t b = 0; b < branches.size(); ++b) {
       EXPECT_EQ(branches[b]->parameters()[0]->shape(), conditional->operand(b + 1)->shape())
-          << "branch " << b << "\n" << PrintModule(*partitioned->module);
+          << "branch " << b << "\n"
+          << PrintModule(*partitioned->module);
     }
     // And the partitioned module computes what the global one does.
     fuzz::CheckOutcome o = Check(text);

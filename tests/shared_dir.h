@@ -47,11 +47,11 @@ inline std::string MissingSharedMessage(std::string_view relative = "") {
 }  // namespace spmdcheck::test_support
 
 // Skips the running gtest test when `relative` is absent under the shared dir.
-#define SPMDCHECK_SKIP_WITHOUT_SHARED(relative)                          \
-  do {                                                                   \
-    if (!::spmdcheck::test_support::HaveShared(relative)) {              \
+#define SPMDCHECK_SKIP_WITHOUT_SHARED(relative)                                  \
+  do {                                                                           \
+    if (!::spmdcheck::test_support::HaveShared(relative)) {                      \
       GTEST_SKIP() << ::spmdcheck::test_support::MissingSharedMessage(relative); \
-    }                                                                    \
+    }                                                                            \
   } while (0)
 
 #endif  // SPMDCHECK_TESTS_SHARED_DIR_H_
