@@ -12,6 +12,7 @@
 #include "oracle/engine.h"
 #include "oracle/equivalence.h"
 #include "oracle/op_registry.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::oracle {
 namespace {
@@ -158,7 +159,7 @@ ENTRY e {
 BENCHMARK(BM_Simulate64DevicesOneGiB)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 std::string ReadShared(const std::string& relative) {
-  std::ifstream in(std::string(SPMDCHECK_SHARED_DIR) + "/" + relative);
+  std::ifstream in(test_support::SharedPath(relative));
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
@@ -194,8 +195,12 @@ void BM_SeedCaseAtReportSize(benchmark::State& state) {
                                                               {"[3,16,4]", "[8,64,128]"}});
   std::unique_ptr<HloModule> global = Parse(pre);
   std::unique_ptr<HloModule> partitioned = Parse(gspmd);
+  if (!test_support::HaveShared("cases/seed-scatter")) {
+    state.SkipWithError(test_support::MissingSharedMessage("cases/seed-scatter").c_str());
+    return;
+  }
   if (global == nullptr || partitioned == nullptr) {
-    state.SkipWithError("the seed case is not available or did not parse");
+    state.SkipWithError("the seed case did not parse");
     return;
   }
   EquivOptions options;

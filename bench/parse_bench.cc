@@ -20,6 +20,7 @@
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/lexer.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck {
 namespace {
@@ -64,7 +65,7 @@ std::string RenameComputations(const std::string& text, const HloModule& module,
 // The non-entry computations plus the entry (as a plain computation) of every conformance module,
 // renamed apart, repeated until `target_bytes`; the last module's entry stays the ENTRY.
 std::string BuildLargeModule(size_t target_bytes) {
-  const fs::path root = fs::path(SPMDCHECK_SHARED_DIR) / "conformance";
+  const fs::path root = test_support::SharedPath("conformance");
   std::vector<std::string> bodies;
   for (const auto& entry : fs::recursive_directory_iterator(root)) {
     if (entry.path().extension() != ".hlo") continue;
@@ -127,6 +128,10 @@ const std::string& LargeModule() {
 }
 
 void BM_ParseLargeModule(benchmark::State& state) {
+  if (!test_support::HaveShared("conformance")) {
+    state.SkipWithError(test_support::MissingSharedMessage("conformance").c_str());
+    return;
+  }
   const std::string& text = LargeModule();
   int64_t peak_extra_kb = 0;
   for (auto _ : state) {

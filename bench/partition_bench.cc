@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/hlo_parser.h"
 #include "partitioner/partitioner.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck {
 namespace {
@@ -95,8 +96,11 @@ void BM_PartitionGenerated2000(benchmark::State& state) {
 BENCHMARK(BM_PartitionGenerated2000)->Unit(benchmark::kMillisecond);
 
 void BM_PartitionLargestConformanceModule(benchmark::State& state) {
-  const std::filesystem::path dir =
-      std::filesystem::path(SPMDCHECK_SHARED_DIR) / "conformance" / "xla-spmd-2023";
+  if (!test_support::HaveShared("conformance/xla-spmd-2023")) {
+    state.SkipWithError(test_support::MissingSharedMessage("conformance/xla-spmd-2023").c_str());
+    return;
+  }
+  const std::filesystem::path dir = test_support::SharedPath("conformance/xla-spmd-2023");
   std::string best_text;
   int64_t best = -1;
   std::error_code ec;

@@ -14,6 +14,7 @@
 #include "bench/seed_case.h"
 #include "ir/hlo_parser.h"
 #include "smt/chain_prover.h"
+#include "tests/shared_dir.h"
 
 namespace {
 
@@ -63,7 +64,15 @@ bool Run(const char* label, const std::string& text, double limit_seconds) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string shared = argc > 1 ? argv[1] : SPMDCHECK_SHARED_DIR;
+  // The shared dir from the command line (must hold the seed case) or the default (skipped
+  // when absent).
+  if (argc <= 1 && !spmdcheck::test_support::HaveShared("cases/seed-scatter/gspmd.hlo")) {
+    std::printf(
+        "%s\n",
+        spmdcheck::test_support::MissingSharedMessage("cases/seed-scatter/gspmd.hlo").c_str());
+    return 0;
+  }
+  const std::string shared = argc > 1 ? argv[1] : spmdcheck::test_support::SharedDir();
   const std::string shrunk = spmdcheck::bench::ReadSeedChain(shared);
   if (shrunk.empty()) {
     std::fprintf(stderr, "cannot read %s/cases/seed-scatter/gspmd.hlo\n", shared.c_str());

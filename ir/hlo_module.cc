@@ -20,13 +20,12 @@ HloInstruction::HloInstruction(HloOpcode opcode, std::string name, Shape shape)
 HloInstruction::HloInstruction(HloOpcode opcode, std::string name, SharedValue<Shape> shape)
     : opcode_(opcode), name_(std::move(name)), shape_(shape ? std::move(shape) : InvalidShape()) {}
 
+// A copy is in no computation (renaming it must not touch the original's name index).
 HloInstruction::HloInstruction(const HloInstruction& other)
     : opcode_(other.opcode_),
-      index_(other.index_),
       name_(other.name_),
       shape_(other.shape_),
       operands_(other.operands_),
-      parent_(other.parent_),
       parameter_number_(other.parameter_number_),
       literal_(other.literal_),
       sharding_(other.sharding_),
@@ -35,7 +34,13 @@ HloInstruction::HloInstruction(const HloInstruction& other)
       location_(other.location_) {}
 
 HloInstruction& HloInstruction::operator=(const HloInstruction& other) {
-  if (this != &other) *this = HloInstruction(other);
+  if (this == &other) return *this;
+  // Takes `other`'s contents and keeps its own place (parent and position).
+  HloComputation* parent = parent_;
+  const int32_t index = index_;
+  *this = HloInstruction(other);
+  parent_ = parent;
+  index_ = index;
   return *this;
 }
 
@@ -353,6 +358,111 @@ HloComputation* HloModule::AddComputation(std::unique_ptr<HloComputation> comput
 HloComputation* HloModule::FindComputation(absl::string_view name) const {
   auto it = by_name_.find(name);
   return it == by_name_.end() ? nullptr : *it;
+}
+
+std::unique_ptr<HloModule> HloModule::Clone() const {
+  auto copy = std::make_unique<HloModule>(name_);
+  std::vector<const HloComputation*> all;
+  all.reserve(computations_.size());
+  for (const auto& computation : computations_) all.push_back(computation.get());
+  HloCloner cloner;
+  cloner.CloneComputations(all, *copy);
+  if (entry_ != nullptr) {
+    HloComputation* entry = cloner.FindComputation(entry_);
+    copy->entry_ = entry != nullptr ? entry : entry_;
+  }
+  copy->num_partitions_ = num_partitions_;
+  copy->replica_count_ = replica_count_;
+  copy->is_scheduled_ = is_scheduled_;
+  copy->raw_header_ = raw_header_;
+  copy->source_path_ = source_path_;
+  return copy;
+}
+
+// ====================================================================== cloner
+
+std::vector<HloComputation*> HloCloner::CloneComputations(
+    const std::vector<const HloComputation*>& computations, HloModule& module) {
+  std::vector<HloComputation*> copies;
+  copies.reserve(computations.size());
+  module.ReserveComputations(
+      static_cast<int64_t>(module.computations().size() + computations.size()));
+  for (const HloComputation* from : computations) {
+    auto to = std::make_unique<HloComputation>(from->name());
+    to->execution_thread_ = from->execution_thread_ != nullptr
+                                ? std::make_unique<std::string>(*from->execution_thread_)
+                                : nullptr;
+    to->location_ = from->location_;
+    to->opaque_ = from->opaque_;
+    HloComputation* raw = module.AddComputation(std::move(to));
+    computations_[from] = raw;
+    copies.push_back(raw);
+  }
+  // Map every instruction before copying any, so operands defined later in the text (or in
+  // another computation) resolve too.
+  for (size_t c = 0; c < computations.size(); ++c) {
+    const HloComputation* from = computations[c];
+    HloComputation* to = copies[c];
+    to->ReserveInstructions(from->instruction_count());
+    for (const auto& instruction : from->instructions()) {
+      std::unique_ptr<HloInstruction> copy = std::make_unique<HloInstruction>(*instruction);
+      copy->parent_ = nullptr;
+      copy->index_ = -1;
+      HloInstruction* raw = to->AddInstruction(std::move(copy));
+      instructions_[instruction.get()] = raw;
+    }
+  }
+  for (size_t c = 0; c < computations.size(); ++c) {
+    const HloComputation* from = computations[c];
+    HloComputation* to = copies[c];
+    for (const auto& instruction : to->instructions()) {
+      for (HloInstruction*& operand : instruction->operands_) {
+        if (HloInstruction* mapped = FindInstruction(operand); mapped != nullptr) operand = mapped;
+      }
+      if (instruction->extras_ != nullptr) {
+        for (CalledComputations& called : instruction->extras_->called) {
+          for (HloComputation*& callee : called.computations) {
+            if (HloComputation* mapped = FindComputation(callee); mapped != nullptr) {
+              callee = mapped;
+            }
+          }
+        }
+      }
+    }
+    if (from->root_ != nullptr) {
+      HloInstruction* root = FindInstruction(from->root_);
+      to->root_ = root != nullptr ? root : from->root_;
+    }
+  }
+  return copies;
+}
+
+std::unique_ptr<HloInstruction> HloCloner::CloneInstruction(
+    const HloInstruction& instruction) const {
+  auto copy = std::make_unique<HloInstruction>(instruction);
+  copy->parent_ = nullptr;
+  copy->index_ = -1;
+  for (HloInstruction*& operand : copy->operands_) {
+    if (HloInstruction* mapped = FindInstruction(operand); mapped != nullptr) operand = mapped;
+  }
+  if (copy->extras_ != nullptr) {
+    for (CalledComputations& called : copy->extras_->called) {
+      for (HloComputation*& callee : called.computations) {
+        if (HloComputation* mapped = FindComputation(callee); mapped != nullptr) callee = mapped;
+      }
+    }
+  }
+  return copy;
+}
+
+HloInstruction* HloCloner::FindInstruction(const HloInstruction* from) const {
+  auto it = instructions_.find(from);
+  return it == instructions_.end() ? nullptr : it->second;
+}
+
+HloComputation* HloCloner::FindComputation(const HloComputation* from) const {
+  auto it = computations_.find(from);
+  return it == computations_.end() ? nullptr : it->second;
 }
 
 }  // namespace spmdcheck

@@ -25,6 +25,7 @@
 
 namespace spmdcheck {
 
+class HloCloner;
 class HloComputation;
 class HloModule;
 
@@ -143,7 +144,10 @@ class HloInstruction {
   // Same, sharing an existing shape (copied on the first mutable_shape()); an empty `shape`
   // means the invalid Shape().
   HloInstruction(HloOpcode opcode, std::string name, SharedValue<Shape> shape);
+  // A copy outside any computation (parent() null, index -1), with the same operands and called
+  // computations.
   HloInstruction(const HloInstruction& other);
+  // Takes `other`'s contents; keeps its own parent and position.
   HloInstruction& operator=(const HloInstruction& other);
   HloInstruction(HloInstruction&&) noexcept = default;
   HloInstruction& operator=(HloInstruction&&) noexcept = default;
@@ -221,6 +225,7 @@ class HloInstruction {
 
  private:
   friend class HloComputation;
+  friend class HloCloner;
   // What few instructions have, allocated on first use.
   struct Extras {
     std::vector<CalledComputations> called;
@@ -295,6 +300,7 @@ class HloComputation {
  private:
   friend class HloModule;
   friend class HloInstruction;
+  friend class HloCloner;
   // Small computations are searched linearly; larger ones keep a name index.
   static constexpr size_t kIndexThreshold = 16;
   static const std::string& NoExecutionThread();
@@ -347,6 +353,14 @@ class HloModule {
   const std::string& source_path() const { return source_path_; }
   void set_source_path(std::string path) { source_path_ = std::move(path); }
 
+  // A deep copy: new computations and instructions in the same order and with the same names,
+  // operands, roots, called computations and the entry pointing into the copy; header, source
+  // path and locations kept. Shapes, shardings, literals and attributes are shared with this
+  // module as immutable values (each side copies on its first change), so the two modules are
+  // independent. Pointers to instructions or computations outside this module are kept as they
+  // are.
+  std::unique_ptr<HloModule> Clone() const;
+
  private:
   std::string name_;
   std::vector<std::unique_ptr<HloComputation>> computations_;
@@ -358,6 +372,31 @@ class HloModule {
   std::vector<RawAttribute> raw_header_;
   std::string source_path_;
   friend class HloComputation;
+  friend class HloCloner;
+};
+
+// Deep copies of computations and instructions into another module (HloModule::Clone, or a
+// module assembled from parts of others): every copy's operands and called computations are
+// replaced by their copies where this cloner made or was told of one, and kept otherwise.
+class HloCloner {
+ public:
+  // Adds copies of `computations` to `module` in this order. All of them are created before any
+  // instruction is copied, so calls among them resolve to the copies whatever their order.
+  std::vector<HloComputation*> CloneComputations(
+      const std::vector<const HloComputation*>& computations, HloModule& module);
+  // A copy of `instruction` outside any computation, its operands and called computations
+  // remapped.
+  std::unique_ptr<HloInstruction> CloneInstruction(const HloInstruction& instruction) const;
+  // Records `to` as the copy of `from` (e.g. a new parameter standing for an instruction).
+  void MapInstruction(const HloInstruction* from, HloInstruction* to) { instructions_[from] = to; }
+  void MapComputation(const HloComputation* from, HloComputation* to) { computations_[from] = to; }
+  // The copy of `from`, or nullptr.
+  HloInstruction* FindInstruction(const HloInstruction* from) const;
+  HloComputation* FindComputation(const HloComputation* from) const;
+
+ private:
+  absl::flat_hash_map<const HloInstruction*, HloInstruction*> instructions_;
+  absl::flat_hash_map<const HloComputation*, HloComputation*> computations_;
 };
 
 }  // namespace spmdcheck

@@ -12,8 +12,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "ir/hlo_parser.h"
-#include "ir/hlo_printer.h"
 #include "ir/holds_comment.h"
 #include "smt/chain_model.h"
 
@@ -188,14 +186,6 @@ ChainSplit SplitIntoChains(const HloModule& module) {
   return split;
 }
 
-absl::StatusOr<std::unique_ptr<HloModule>> ParseModuleText(const std::string& text) {
-  ParseOptions options;
-  options.path = "<lint>";
-  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, options);
-  if (!parsed.ok()) return parsed.status();
-  return std::move(parsed->module);
-}
-
 Chain ChainBetween(const HloInstruction* source, const HloInstruction* end) {
   Chain chain;
   chain.source = source;
@@ -223,30 +213,48 @@ Chain ChainBetween(const HloInstruction* source, const HloInstruction* end) {
   return chain;
 }
 
-std::string ChainModuleText(
-    const HloModule& module, const Chain& chain, int64_t num_partitions,
-    const absl::flat_hash_map<const HloInstruction*, std::string>& overrides) {
-  PrintOptions options;
-  options.print_metadata = false;
-  std::string text = absl::StrCat("HloModule chain_", chain.end->name(),
-                                  ", num_partitions=", num_partitions, "\n\n");
+absl::StatusOr<std::unique_ptr<HloModule>> ChainModule(const HloModule& module, const Chain& chain,
+                                                       int64_t num_partitions,
+                                                       const InstructionOverrides& overrides) {
+  auto out = std::make_unique<HloModule>(absl::StrCat("chain_", chain.end->name()));
+  out->set_num_partitions(num_partitions);
+  HloCloner cloner;
+  std::vector<const HloComputation*> called;
   for (const auto& computation : module.computations()) {
-    if (computation.get() == module.entry()) continue;
-    absl::StrAppend(&text, PrintComputation(*computation, false, options), "\n\n");
+    if (computation.get() != module.entry()) called.push_back(computation.get());
   }
-  absl::StrAppend(&text, "ENTRY chain {\n  ", chain.source->name(), " = ",
-                  chain.source->shape().ToString(), " parameter(0)");
-  if (chain.source->sharding().has_value()) {
-    absl::StrAppend(&text, ", sharding=", chain.source->sharding()->ToString(false));
-  }
-  absl::StrAppend(&text, "\n");
+  cloner.CloneComputations(called, *out);
+  auto entry = std::make_unique<HloComputation>("chain");
+  entry->ReserveInstructions(static_cast<int64_t>(chain.closure.size()) + 1);
+  auto source = std::make_unique<HloInstruction>(HloOpcode::kParameter, chain.source->name(),
+                                                 chain.source->shared_shape());
+  source->set_parameter_number(0);
+  source->set_shared_sharding(chain.source->shared_sharding());
+  cloner.MapInstruction(chain.source, entry->AddInstruction(std::move(source)));
   for (const HloInstruction* h : chain.closure) {
     auto it = overrides.find(h);
-    absl::StrAppend(&text, "  ", h == chain.end ? "ROOT " : "",
-                    it != overrides.end() ? it->second : PrintInstruction(*h, options), "\n");
+    const HloInstruction& statement = it != overrides.end() ? it->second : *h;
+    std::unique_ptr<HloInstruction> copy = cloner.CloneInstruction(statement);
+    for (int64_t i = 0; i < copy->operand_count(); ++i) {
+      const HloInstruction* operand = copy->operand(i);
+      if (operand == nullptr || operand->parent() != entry.get()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "chain ", chain.source->name(), " -> ", chain.end->name(), ": ", statement.name(),
+            " uses ", operand == nullptr ? "a missing operand" : operand->name(),
+            ", which the chain does not compute"));
+      }
+    }
+    HloInstruction* added = entry->AddInstruction(std::move(copy));
+    cloner.MapInstruction(h, added);
+    if (h == chain.end) entry->set_root(added);
   }
-  absl::StrAppend(&text, "}\n");
-  return text;
+  if (entry->root() == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("chain ", chain.source->name(), " -> ",
+                                                   chain.end->name(),
+                                                   ": the end is not in the chain's closure"));
+  }
+  out->set_entry(out->AddComputation(std::move(entry)));
+  return out;
 }
 
 }  // namespace spmdcheck::lint

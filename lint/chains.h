@@ -49,15 +49,17 @@ Chain ChainBetween(const HloInstruction* source, const HloInstruction* end);
 // True for the opcodes a chain may contain.
 bool IsDataMovement(HloOpcode opcode);
 
-// A module holding just `chain`: parameter 0 is the source (same name, local shape and
-// sharding), the root is the end; the called computations of the module come along.
-// Parses module text the lint built itself (errors name `<lint>`).
-absl::StatusOr<std::unique_ptr<HloModule>> ParseModuleText(const std::string& text);
+// Instructions standing in for some of a chain's (same name; their operands and called
+// computations are the linted module's, remapped like the chain's own).
+using InstructionOverrides = absl::flat_hash_map<const HloInstruction*, HloInstruction>;
 
-// `overrides` replaces the statements of some instructions (same name, new text without ROOT).
-std::string ChainModuleText(
-    const HloModule& module, const Chain& chain, int64_t num_partitions,
-    const absl::flat_hash_map<const HloInstruction*, std::string>& overrides = {});
+// A module holding just `chain`, copied from `module` (no text round trip): parameter 0 is the
+// source (same name, local shape and sharding), then the closure in order with `overrides` in
+// place of the instructions they replace, the end as the root; every non-entry computation of
+// `module` comes along. An error when an instruction uses a value the chain does not compute.
+absl::StatusOr<std::unique_ptr<HloModule>> ChainModule(const HloModule& module, const Chain& chain,
+                                                       int64_t num_partitions,
+                                                       const InstructionOverrides& overrides = {});
 
 }  // namespace spmdcheck::lint
 

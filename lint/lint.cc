@@ -13,7 +13,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "lint/chains.h"
 #include "lint/patterns.h"
@@ -75,10 +74,6 @@ Annotation AnnotationOf(const HloInstruction& h, const LineComments& comments) {
   return a;
 }
 
-std::string Shape(PrimitiveType type, const std::vector<int64_t>& dims) {
-  return spmdcheck::Shape::Array(type, dims).ToString(false);
-}
-
 // Adds values for `step` applied to the last value.
 class MeaningBuilder {
  public:
@@ -89,24 +84,23 @@ class MeaningBuilder {
   const std::vector<int64_t>& dims() const { return chain_.values.back().shape.dimensions(); }
 
   void LeadingSlice(const std::vector<int64_t>& to) {
-    std::vector<std::string> ranges;
-    for (int64_t d : to) ranges.push_back(absl::StrCat("[0:", d, "]"));
-    Add(to, absl::StrCat("slice(%s), slice={", absl::StrJoin(ranges, ", "), "}"));
+    HloInstruction& slice = Add(to, HloOpcode::kSlice);
+    std::vector<SliceDim> ranges;
+    for (int64_t d : to) ranges.push_back({0, d, 1});
+    slice.mutable_attrs().slice = std::move(ranges);
   }
 
   void Step(const smt::GlobalStep& step) {
     if (dims() != step.operand_dims) LeadingSlice(step.operand_dims);
     switch (step.kind) {
       case smt::GlobalStep::Kind::kReshape:
-        Add(step.result_dims, "reshape(%s)");
+        Add(step.result_dims, HloOpcode::kReshape);
         break;
       case smt::GlobalStep::Kind::kTranspose:
-        Add(step.result_dims,
-            absl::StrCat("transpose(%s), dimensions={", absl::StrJoin(step.map, ","), "}"));
+        Add(step.result_dims, HloOpcode::kTranspose).mutable_attrs().dimensions = step.map;
         break;
       case smt::GlobalStep::Kind::kBroadcast:
-        Add(step.result_dims,
-            absl::StrCat("broadcast(%s), dimensions={", absl::StrJoin(step.map, ","), "}"));
+        Add(step.result_dims, HloOpcode::kBroadcast).mutable_attrs().dimensions = step.map;
         break;
       case smt::GlobalStep::Kind::kDropDims: {
         std::vector<int64_t> kept = step.operand_dims;
@@ -114,26 +108,26 @@ class MeaningBuilder {
           if (step.map[d] < 0) kept[d] = 1;
         }
         if (kept != step.operand_dims) LeadingSlice(kept);
-        Add(step.result_dims, "reshape(%s)");
+        Add(step.result_dims, HloOpcode::kReshape);
         break;
       }
     }
   }
 
-  void Copy() { Add(dims(), "copy(%s)"); }
+  void Copy() { Add(dims(), HloOpcode::kCopy); }
   GlobalChain Finish() { return std::move(chain_); }
   size_t size() const { return chain_.values.size(); }
   GlobalValue& value(size_t i) { return chain_.values[i]; }
 
  private:
-  void Add(const std::vector<int64_t>& dims, const std::string& op) {
+  // A new last value computed by `opcode` from the last one; its op, for attributes.
+  HloInstruction& Add(const std::vector<int64_t>& dims, HloOpcode opcode) {
     GlobalValue v;
     v.name = absl::StrCat("v", chain_.values.size());
     v.shape = spmdcheck::Shape::Array(type_, dims);
-    std::string body = op;
-    body.replace(body.find("%s"), 2, chain_.values.back().name);
-    v.statement = absl::StrCat(v.name, " = ", Shape(type_, dims), " ", body);
+    v.op.emplace(opcode, v.name, v.shape);
     chain_.values.push_back(std::move(v));
+    return *chain_.values.back().op;
   }
 
   PrimitiveType type_;
@@ -195,20 +189,6 @@ absl::StatusOr<GlobalChain> MeaningFromChain(const Chain& chain, const smt::Chai
   for (GlobalValue& v : global.values) {
     if (!names.insert(v.name).second) v.name = absl::StrCat(v.name, ".", names.size());
   }
-  // Statements were written with the provisional names; rewrite operands.
-  std::vector<std::string> provisional;
-  for (size_t i = 0; i < global.values.size(); ++i) provisional.push_back(absl::StrCat("v", i));
-  provisional[0] = "input";
-  for (size_t i = 1; i < global.values.size(); ++i) {
-    std::string& s = global.values[i].statement;
-    s = s.substr(s.find(" = "));
-    const std::string operand = absl::StrCat("(", provisional[i - 1], ")");
-    const size_t at = s.find(operand);
-    if (at != std::string::npos) {
-      s.replace(at, operand.size(), absl::StrCat("(", global.values[i - 1].name, ")"));
-    }
-    s = absl::StrCat(global.values[i].name, s);
-  }
   global.text = absl::StrCat(chain.end->name(), " = ", meaning.text);
   return global;
 }
@@ -262,19 +242,16 @@ absl::StatusOr<GlobalChain> MeaningFromGlobal(const Chain& chain, const HloModul
   first.current = from->sharding();
   first.holder = chain.source->name();
   out.values.push_back(std::move(first));
-  PrintOptions print;
-  print.print_metadata = false;
   std::string text = from->name();
   for (const HloInstruction* h : run) {
-    HloInstruction copy(*h);
-    copy.clear_sharding();
     GlobalValue v;
     v.name = h->name();
     v.shape = h->shape();
     v.current = h->sharding();
     auto it = holder_of.find(h->name());
     if (it != holder_of.end()) v.holder = it->second->name();
-    v.statement = PrintInstruction(copy, print);
+    v.op.emplace(*h);
+    v.op->clear_sharding();
     out.values.push_back(std::move(v));
     text = absl::StrCat(HloOpcodeString(h->opcode()), "(", text, ")");
   }
@@ -282,7 +259,8 @@ absl::StatusOr<GlobalChain> MeaningFromGlobal(const Chain& chain, const HloModul
     GlobalValue v;
     v.name = absl::StrCat(from->name(), ".resharded");
     v.shape = from->shape();
-    v.statement = absl::StrCat(v.name, " = ", v.shape.ToString(false), " copy(", from->name(), ")");
+    v.op.emplace(HloOpcode::kCopy, v.name, v.shape);
+    v.op->mutable_shape().clear_layout();
     out.values.push_back(std::move(v));
   }
   out.values.back().holder = chain.end->name();
@@ -321,7 +299,7 @@ class ChainLinter {
   void Lint(const Chain& chain) {
     const std::string label = absl::StrCat(chain.source->name(), " -> ", chain.end->name());
     absl::StatusOr<std::unique_ptr<HloModule>> original =
-        ParseModuleText(ChainModuleText(module_, chain, num_partitions_));
+        ChainModule(module_, chain, num_partitions_);
     if (!original.ok()) {
       Note(label, absl::StrCat("could not be extracted: ", original.status().message()));
       return;
@@ -422,7 +400,7 @@ class ChainLinter {
       const Chain chain = ChainBetween(sum->operand(0), slice);
       const std::string label = absl::StrCat(sum->name(), " -> ", slice->name());
       absl::StatusOr<std::unique_ptr<HloModule>> original =
-          ParseModuleText(ChainModuleText(module_, chain, num_partitions_));
+          ChainModule(module_, chain, num_partitions_);
       if (!original.ok()) continue;
       Finding base;
       base.instructions = Names(chain.members);
@@ -450,13 +428,12 @@ class ChainLinter {
   bool TryRewrites(const Chain& chain, const std::string& label, const HloModule& original,
                    const Finding& base, std::optional<Finding>& unproven) {
     for (PatternRewrite& rewrite : PatternRewrites(module_, chain, num_partitions_)) {
-      absl::StatusOr<std::unique_ptr<HloModule>> replacement = ParseModuleText(rewrite.module_text);
-      if (!replacement.ok()) continue;
-      RemoveDead(*(*replacement)->entry());
+      std::unique_ptr<HloModule>& replacement = rewrite.module;
+      RemoveDead(*replacement->entry());
       Finding finding = base;
-      finding.proposed = PriceModule(**replacement, num_partitions_, options_.topology);
+      finding.proposed = PriceModule(*replacement, num_partitions_, options_.topology);
       if (ScoreOf(finding.proposed) >= ScoreOf(finding.current)) continue;
-      const smt::ProofResult same = smt::ProveEquivChain(original, **replacement, ProofOptions());
+      const smt::ProofResult same = smt::ProveEquivChain(original, *replacement, ProofOptions());
       finding.proof = smt::FormatProofResult(same);
       finding.status =
           same.verdict == Verdict::kHolds ? FindingStatus::kProved : FindingStatus::kUnproven;
@@ -464,7 +441,7 @@ class ChainLinter {
       finding.catalog_rule = rewrite.match.catalog_rule;
       PrintOptions print;
       print.print_metadata = false;
-      finding.proposed_hlo = PrintModule(**replacement, print);
+      finding.proposed_hlo = PrintModule(*replacement, print);
       finding.message = Summary(finding, label, rewrite.match.description);
       if (finding.status == FindingStatus::kProved) {
         report_.findings.push_back(std::move(finding));

@@ -10,7 +10,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "partitioner/cost_model.h"
 #include "smt/chain_prover.h"
@@ -62,19 +61,12 @@ int64_t Count(const HloModule& module, HloOpcode op) {
   return n;
 }
 
-PrintOptions NoMetadata() {
-  PrintOptions print;
-  print.print_metadata = false;
-  return print;
-}
-
 // `NAME = SHAPE copy(OPERAND)` keeping h's sharding.
-std::string CopyStatement(const HloInstruction& h, const HloInstruction& operand) {
-  std::string text =
-      absl::StrCat(h.name(), " = ", h.shape().ToString(), " copy(", operand.name(), ")");
-  if (h.sharding().has_value())
-    absl::StrAppend(&text, ", sharding=", h.sharding()->ToString(false));
-  return text;
+HloInstruction CopyOf(const HloInstruction& h, const HloInstruction& operand) {
+  HloInstruction copy(HloOpcode::kCopy, h.name(), h.shared_shape());
+  copy.AppendOperand(const_cast<HloInstruction*>(&operand));
+  copy.set_shared_sharding(h.shared_sharding());
+  return copy;
 }
 
 }  // namespace
@@ -84,10 +76,10 @@ std::vector<PatternRewrite> PatternRewrites(const HloModule& module, const Chain
   std::vector<PatternRewrite> rewrites;
   absl::flat_hash_set<const HloInstruction*> in_chain(chain.members.begin(), chain.members.end());
   in_chain.insert(chain.source);
-  const auto add = [&](PatternMatch match,
-                       absl::flat_hash_map<const HloInstruction*, std::string> overrides) {
-    rewrites.push_back(
-        {std::move(match), ChainModuleText(module, chain, num_partitions, overrides)});
+  const auto add = [&](PatternMatch match, const InstructionOverrides& overrides) {
+    absl::StatusOr<std::unique_ptr<HloModule>> rewritten =
+        ChainModule(module, chain, num_partitions, overrides);
+    if (rewritten.ok()) rewrites.push_back({std::move(match), *std::move(rewritten)});
   };
   for (const HloInstruction* h : chain.members) {
     const HloInstruction* operand = DataOperand(h, in_chain);
@@ -95,12 +87,12 @@ std::vector<PatternRewrite> PatternRewrites(const HloModule& module, const Chain
     if (h->opcode() == HloOpcode::kCollectivePermute && IdentityPairs(*h)) {
       add({"identity-permute", "cp-identity",
            absl::StrCat(h->name(), " permutes every device to itself")},
-          {{h, CopyStatement(*h, *operand)}});
+          {{h, CopyOf(*h, *operand)}});
     }
     if (IsCollective(h->opcode()) && SingletonGroups(*h) && h->shape() == operand->shape()) {
       add({"singleton-groups", "singleton-groups",
            absl::StrCat(h->name(), " runs over groups of one device")},
-          {{h, CopyStatement(*h, *operand)}});
+          {{h, CopyOf(*h, *operand)}});
     }
     const HloInstruction* before = ThroughPlumbing(operand, in_chain);
     if (before == nullptr) continue;
@@ -120,8 +112,7 @@ std::vector<PatternRewrite> PatternRewrites(const HloModule& module, const Chain
       fused.mutable_attrs().source_target_pairs = composed;
       add({"consecutive-permutes", "cp-cp-compose",
            absl::StrCat(before->name(), " and ", h->name(), " compose into one permute")},
-          {{before, CopyStatement(*before, *DataOperand(before, in_chain))},
-           {h, PrintInstruction(fused, NoMetadata())}});
+          {{before, CopyOf(*before, *DataOperand(before, in_chain))}, {h, fused}});
     }
     if (h->opcode() == HloOpcode::kAllReduce && before == operand &&
         before->opcode() == HloOpcode::kSelect) {
@@ -138,7 +129,7 @@ std::vector<PatternRewrite> PatternRewrites(const HloModule& module, const Chain
              absl::StrCat(h->name(),
                           " sums a value masked to one device per group: it only "
                           "broadcasts that device's value")},
-            {{h, PrintInstruction(broadcast, NoMetadata())}});
+            {{h, broadcast}});
       }
     }
     if (h->opcode() == HloOpcode::kDynamicSlice && before->opcode() == HloOpcode::kAllGather) {
@@ -147,7 +138,7 @@ std::vector<PatternRewrite> PatternRewrites(const HloModule& module, const Chain
         add({"all-gather-then-own-slice", "ag-ds-own-part",
              absl::StrCat(h->name(), " slices out of ", before->name(),
                           " the part the device already held")},
-            {{h, CopyStatement(*h, *x)}});
+            {{h, CopyOf(*h, *x)}});
       }
     }
     if (h->opcode() == HloOpcode::kDynamicSlice && before->opcode() == HloOpcode::kAllReduce &&
@@ -159,21 +150,20 @@ std::vector<PatternRewrite> PatternRewrites(const HloModule& module, const Chain
         if (h->shape().dimensions(d) != before->shape().dimensions(d)) dims.push_back(d);
       }
       if (dims.size() == 1 && before->called_computation("to_apply") != nullptr) {
-        std::string text = absl::StrCat(
-            h->name(), " = ", h->shape().ToString(), " reduce-scatter(", x->name(), "), ",
-            before->attrs().channel_id.has_value()
-                ? absl::StrCat("channel_id=", *before->attrs().channel_id, ", ")
-                : "",
-            "replica_groups=", before->attrs().replica_groups->ToString(),
-            ", use_global_device_ids=true, dimensions={", dims[0],
-            "}, to_apply=", before->called_computation("to_apply")->name());
-        if (h->sharding().has_value()) {
-          absl::StrAppend(&text, ", sharding=", h->sharding()->ToString(false));
-        }
+        HloInstruction scatter(HloOpcode::kReduceScatter, h->name(), h->shared_shape());
+        scatter.AppendOperand(const_cast<HloInstruction*>(x));
+        HloAttributes& attrs = scatter.mutable_attrs();
+        attrs.channel_id = before->attrs().channel_id;
+        attrs.replica_groups = before->attrs().replica_groups;
+        attrs.use_global_device_ids = true;
+        attrs.dimensions = std::vector<int64_t>{dims[0]};
+        scatter.mutable_called().push_back(
+            {"to_apply", {before->called_computation("to_apply")}, false});
+        scatter.set_shared_sharding(h->shared_sharding());
         add({"all-reduce-then-slice", "ar-ds-to-rs",
              absl::StrCat(before->name(), " followed by ", h->name(),
                           " keeps only part of the sum: a reduce-scatter")},
-            {{h, std::move(text)}});
+            {{h, scatter}});
       }
     }
   }
@@ -249,17 +239,16 @@ std::vector<Finding> RepeatedCollectives(const HloModule& module, int64_t num_pa
     if (inserted) continue;
     const HloInstruction* original = it->second;
     // The two collectives as chains from their common operand.
-    const auto chain_text = [&](const HloInstruction* c) {
+    const auto chain_module = [&](const HloInstruction* c) {
       Chain chain;
       chain.source = c->operand(0);
       chain.end = c;
       chain.members = {c};
       chain.closure = {c};
-      return ChainModuleText(module, chain, num_partitions);
+      return ChainModule(module, chain, num_partitions);
     };
-    ParseOptions options;
-    absl::StatusOr<ParsedModule> a = ParseHloModule(chain_text(original), options);
-    absl::StatusOr<ParsedModule> b = ParseHloModule(chain_text(h), options);
+    absl::StatusOr<std::unique_ptr<HloModule>> a = chain_module(original);
+    absl::StatusOr<std::unique_ptr<HloModule>> b = chain_module(h);
     Finding f;
     f.rule = "repeated-collective";
     f.instructions = {original->name(), h->name()};
@@ -270,7 +259,7 @@ std::vector<Finding> RepeatedCollectives(const HloModule& module, int64_t num_pa
     f.proposed.flat = partitioner::CostOfInstruction(*original, num_partitions);
     if (topology.has_value() && a.ok() && b.ok()) {
       const partitioner::DomainWeights weights = topology->Weights();
-      const auto one = partitioner::CostOfModule(*a->module, num_partitions, &weights).total;
+      const auto one = partitioner::CostOfModule(**a, num_partitions, &weights).total;
       f.proposed.topology = one;
       f.current.topology = one;
       *f.current.topology += one;
@@ -280,7 +269,7 @@ std::vector<Finding> RepeatedCollectives(const HloModule& module, int64_t num_pa
       smt::ChainProofOptions proof_options;
       proof_options.num_partitions = num_partitions;
       proof_options.timeout_ms = timeout_ms;
-      proof = smt::ProveEquivChain(*a->module, *b->module, proof_options);
+      proof = smt::ProveEquivChain(**a, **b, proof_options);
     }
     f.proof = smt::FormatProofResult(proof);
     f.status = proof.verdict == Verdict::kHolds ? FindingStatus::kProved : FindingStatus::kUnproven;

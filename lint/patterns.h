@@ -5,6 +5,7 @@
 #define SPMDCHECK_LINT_PATTERNS_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,7 +30,7 @@ PatternMatch MatchPattern(const Chain& chain, const HloModule& proposed);
 // replaced. It counts only when cheaper and proved equal to the chain (lint.cc).
 struct PatternRewrite {
   PatternMatch match;
-  std::string module_text;
+  std::unique_ptr<HloModule> module;
 };
 
 // Rewrites to try on `chain`: identity permutes and collectives over groups of one dropped,

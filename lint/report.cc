@@ -1,6 +1,7 @@
 // Report renderings of the collective lint: text for people, JSON (schema in docs/lint.md) and
 // SARIF 2.1.0 (validated against the OASIS schema in tests/data by tests/lint_report_test.cc).
-// Depends only on headers and Abseil: costs are formatted here, not by CollectiveCost::ToString.
+// JSON is built and written by nlohmann_json; costs are formatted here, not by
+// CollectiveCost::ToString.
 // LintReport::proved() and incorrect() are defined in lint/lint.cc.
 #include <algorithm>
 #include <cstdint>
@@ -16,6 +17,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "lint/lint.h"
+#include "nlohmann/json.hpp"
 #include "partitioner/cost_model.h"
 
 namespace spmdcheck::lint {
@@ -34,215 +36,44 @@ int64_t CountStatus(const LintReport& report, FindingStatus status) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// JSON.
+// JSON (nlohmann::ordered_json: members in the order written).
 
-// Length of the valid UTF-8 sequence starting at text[i], or 0 if the bytes there are not one
-// (overlong forms, surrogates and code points above U+10FFFF count as invalid).
-size_t Utf8SequenceLength(absl::string_view text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  size_t length = 0;
-  uint32_t min_code_point = 0;
-  uint32_t code_point = 0;
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-    min_code_point = 0x80;
-    code_point = lead & 0x1F;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    min_code_point = 0x800;
-    code_point = lead & 0x0F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    min_code_point = 0x10000;
-    code_point = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code_point = (code_point << 6) | (byte(i + k) & 0x3F);
-  }
-  if (code_point < min_code_point || code_point > 0x10FFFF) return 0;
-  if (code_point >= 0xD800 && code_point <= 0xDFFF) return 0;
-  return length;
+using Json = nlohmann::ordered_json;
+
+// Pretty-printed with 2-space indentation, `"key": value`, empty containers as {} and [], UTF-8
+// kept and bytes that are not valid UTF-8 replaced by U+FFFD: the layout of Python's
+// json.dumps(indent=2, ensure_ascii=False), so that the output is always valid JSON.
+std::string Dump(const Json& json) {
+  return json.dump(2, ' ', /*ensure_ascii=*/false, Json::error_handler_t::replace) + "\n";
 }
 
-// Appends `text` as a JSON string literal: quotes and backslashes escaped, control characters as
-// \n, \t, ... or \u00XX, bytes that are not valid UTF-8 replaced by U+FFFD so that the output is
-// always valid JSON. Valid non-ASCII UTF-8 is kept as is.
-void AppendJsonString(std::string& out, absl::string_view text) {
-  out.push_back('"');
-  size_t i = 0;
-  while (i < text.size()) {
-    const unsigned char c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) {
-      const size_t length = Utf8SequenceLength(text, i);
-      if (length == 0) {
-        out.append("\xEF\xBF\xBD");  // U+FFFD REPLACEMENT CHARACTER.
-        ++i;
-      } else {
-        out.append(text.data() + i, length);
-        i += length;
-      }
-      continue;
-    }
-    switch (c) {
-      case '"':
-        out.append("\\\"");
-        break;
-      case '\\':
-        out.append("\\\\");
-        break;
-      case '\n':
-        out.append("\\n");
-        break;
-      case '\r':
-        out.append("\\r");
-        break;
-      case '\t':
-        out.append("\\t");
-        break;
-      case '\b':
-        out.append("\\b");
-        break;
-      case '\f':
-        out.append("\\f");
-        break;
-      default:
-        if (c < 0x20) {
-          absl::StrAppendFormat(&out, "\\u%04x", c);
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-    ++i;
-  }
-  out.push_back('"');
+Json CostJson(const CollectiveCost& cost) {
+  Json json = Json::object();
+  json["collectives"] = cost.collectives;
+  json["collective_permutes"] = cost.collective_permutes;
+  json["max_recv_bytes"] = cost.max_recv_bytes;
+  json["max_send_bytes"] = cost.max_send_bytes;
+  return json;
 }
 
-// A streaming writer of pretty-printed JSON (2-space indentation, `"key": value`, empty
-// containers as {} and []): the layout of Python's json.dumps(indent=2, ensure_ascii=False).
-class JsonWriter {
- public:
-  void BeginObject() { Open('{'); }
-  void EndObject() { Close('}'); }
-  void BeginArray() { Open('['); }
-  void EndArray() { Close(']'); }
-
-  void Key(absl::string_view key) {
-    Separate();
-    AppendJsonString(out_, key);
-    out_.append(": ");
-    after_key_ = true;
-  }
-  void String(absl::string_view value) {
-    Separate();
-    AppendJsonString(out_, value);
-  }
-  void Int(int64_t value) {
-    Separate();
-    absl::StrAppend(&out_, value);
-  }
-  void Null() {
-    Separate();
-    out_.append("null");
-  }
-
-  // Shorthands for members of the current object.
-  void StringMember(absl::string_view key, absl::string_view value) {
-    Key(key);
-    String(value);
-  }
-  void IntMember(absl::string_view key, int64_t value) {
-    Key(key);
-    Int(value);
-  }
-  // A string, or null when empty.
-  void OptionalStringMember(absl::string_view key, absl::string_view value) {
-    Key(key);
-    if (value.empty()) {
-      Null();
-    } else {
-      String(value);
-    }
-  }
-  void StringArrayMember(absl::string_view key, const std::vector<std::string>& values) {
-    Key(key);
-    BeginArray();
-    for (const std::string& value : values) String(value);
-    EndArray();
-  }
-
-  std::string Finish() && {
-    out_.push_back('\n');
-    return std::move(out_);
-  }
-
- private:
-  // Before a value or key: a comma after the previous element, a newline and the indentation.
-  // Nothing for the value of a key, or for the top-level value.
-  void Separate() {
-    if (after_key_) {
-      after_key_ = false;
-      return;
-    }
-    if (stack_.empty()) return;
-    if (stack_.back()++ > 0) out_.push_back(',');
-    out_.push_back('\n');
-    out_.append(2 * stack_.size(), ' ');
-  }
-  void Open(char bracket) {
-    Separate();
-    out_.push_back(bracket);
-    stack_.push_back(0);
-  }
-  void Close(char bracket) {
-    const int64_t count = stack_.back();
-    stack_.pop_back();
-    if (count > 0) {
-      out_.push_back('\n');
-      out_.append(2 * stack_.size(), ' ');
-    }
-    out_.push_back(bracket);
-  }
-
-  std::string out_;
-  std::vector<int64_t> stack_;  // Per open container: the elements written so far.
-  bool after_key_ = false;
-};
-
-void WriteCost(JsonWriter& json, const CollectiveCost& cost) {
-  json.BeginObject();
-  json.IntMember("collectives", cost.collectives);
-  json.IntMember("collective_permutes", cost.collective_permutes);
-  json.IntMember("max_recv_bytes", cost.max_recv_bytes);
-  json.IntMember("max_send_bytes", cost.max_send_bytes);
-  json.EndObject();
+Json OptionalCostJson(const std::optional<CollectiveCost>& cost) {
+  return cost.has_value() ? CostJson(*cost) : Json(nullptr);
 }
 
-void WriteOptionalCostMember(JsonWriter& json, absl::string_view key,
-                             const std::optional<CollectiveCost>& cost) {
-  json.Key(key);
-  if (cost.has_value()) {
-    WriteCost(json, *cost);
-  } else {
-    json.Null();
-  }
+Json CauseJson(const std::optional<ShardingCause>& cause) {
+  if (!cause.has_value()) return nullptr;
+  Json json = Json::object();
+  json["instruction"] = cause->instruction;
+  json["holds"] = cause->holds;
+  json["sharding"] = cause->sharding;
+  json["better_sharding"] = cause->better_sharding;
+  return json;
 }
 
-void WriteCause(JsonWriter& json, const std::optional<ShardingCause>& cause) {
-  if (!cause.has_value()) {
-    json.Null();
-    return;
-  }
-  json.BeginObject();
-  json.StringMember("instruction", cause->instruction);
-  json.StringMember("holds", cause->holds);
-  json.StringMember("sharding", cause->sharding);
-  json.StringMember("better_sharding", cause->better_sharding);
-  json.EndObject();
+Json StringArray(const std::vector<std::string>& values) {
+  Json json = Json::array();
+  for (const std::string& value : values) json.push_back(value);
+  return json;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -403,48 +234,35 @@ std::string FormatText(const LintReport& report) {
 }
 
 std::string FormatJson(const LintReport& report) {
-  JsonWriter json;
-  json.BeginObject();
-  json.StringMember("path", report.path);
-  json.IntMember("num_partitions", report.num_partitions);
-  json.IntMember("chains", report.chains);
-  json.Key("findings");
-  json.BeginArray();
+  Json json = Json::object();
+  json["path"] = report.path;
+  json["num_partitions"] = report.num_partitions;
+  json["chains"] = report.chains;
+  Json findings = Json::array();
   for (const Finding& finding : report.findings) {
-    json.BeginObject();
-    json.StringMember("status", FindingStatusName(finding.status));
-    json.StringMember("rule", finding.rule);
-    json.StringMember("message", finding.message);
-    json.StringArrayMember("instructions", finding.instructions);
-    json.Key("location");
-    json.BeginObject();
-    json.IntMember("first_line", finding.first_line);
-    json.IntMember("last_line", finding.last_line);
-    json.EndObject();
-    json.StringMember("global_meaning", finding.global_meaning);
-    json.Key("current");
-    WriteCost(json, finding.current.flat);
-    json.Key("proposed");
-    WriteCost(json, finding.proposed.flat);
-    WriteOptionalCostMember(json, "current_topology", finding.current.topology);
-    WriteOptionalCostMember(json, "proposed_topology", finding.proposed.topology);
-    json.StringMember("proposed_hlo", finding.proposed_hlo);
-    json.StringMember("proof", finding.proof);
-    json.OptionalStringMember("catalog_rule", finding.catalog_rule);
-    json.Key("cause");
-    WriteCause(json, finding.cause);
-    json.EndObject();
+    Json f = Json::object();
+    f["status"] = std::string(FindingStatusName(finding.status));
+    f["rule"] = finding.rule;
+    f["message"] = finding.message;
+    f["instructions"] = StringArray(finding.instructions);
+    f["location"] = {{"first_line", finding.first_line}, {"last_line", finding.last_line}};
+    f["global_meaning"] = finding.global_meaning;
+    f["current"] = CostJson(finding.current.flat);
+    f["proposed"] = CostJson(finding.proposed.flat);
+    f["current_topology"] = OptionalCostJson(finding.current.topology);
+    f["proposed_topology"] = OptionalCostJson(finding.proposed.topology);
+    f["proposed_hlo"] = finding.proposed_hlo;
+    f["proof"] = finding.proof;
+    f["catalog_rule"] = finding.catalog_rule.empty() ? Json(nullptr) : Json(finding.catalog_rule);
+    f["cause"] = CauseJson(finding.cause);
+    findings.push_back(std::move(f));
   }
-  json.EndArray();
-  json.StringArrayMember("notes", report.notes);
-  json.Key("summary");
-  json.BeginObject();
-  json.IntMember("proved", report.proved());
-  json.IntMember("unproven", CountStatus(report, FindingStatus::kUnproven));
-  json.IntMember("incorrect", report.incorrect());
-  json.EndObject();
-  json.EndObject();
-  return std::move(json).Finish();
+  json["findings"] = std::move(findings);
+  json["notes"] = StringArray(report.notes);
+  json["summary"] = {{"proved", report.proved()},
+                     {"unproven", CountStatus(report, FindingStatus::kUnproven)},
+                     {"incorrect", report.incorrect()}};
+  return Dump(json);
 }
 
 std::string FormatSarif(const LintReport& report) {
@@ -457,83 +275,55 @@ std::string FormatSarif(const LintReport& report) {
     rule_index.push_back(it - rules.begin());
   }
 
-  JsonWriter json;
-  json.BeginObject();
-  json.StringMember("$schema", kSarifSchema);
-  json.StringMember("version", "2.1.0");
-  json.Key("runs");
-  json.BeginArray();
-  json.BeginObject();
-  json.Key("tool");
-  json.BeginObject();
-  json.Key("driver");
-  json.BeginObject();
-  json.StringMember("name", kToolName);
-  if (!kInformationUri.empty()) json.StringMember("informationUri", kInformationUri);
-  json.Key("rules");
-  json.BeginArray();
+  Json driver = Json::object();
+  driver["name"] = std::string(kToolName);
+  if (!kInformationUri.empty()) driver["informationUri"] = std::string(kInformationUri);
+  Json rules_json = Json::array();
   for (const std::string& rule : rules) {
-    json.BeginObject();
-    json.StringMember("id", rule);
-    json.Key("shortDescription");
-    json.BeginObject();
-    json.StringMember("text", RuleDescription(rule));
-    json.EndObject();
-    json.EndObject();
+    Json r = Json::object();
+    r["id"] = rule;
+    r["shortDescription"] = {{"text", RuleDescription(rule)}};
+    rules_json.push_back(std::move(r));
   }
-  json.EndArray();
-  json.EndObject();  // driver
-  json.EndObject();  // tool
-  json.Key("results");
-  json.BeginArray();
+  driver["rules"] = std::move(rules_json);
+
+  Json results = Json::array();
   for (size_t i = 0; i < report.findings.size(); ++i) {
     const Finding& finding = report.findings[i];
-    json.BeginObject();
-    json.StringMember("ruleId", finding.rule);
-    json.IntMember("ruleIndex", rule_index[i]);
-    json.StringMember("level", SarifLevel(finding.status));
-    json.Key("message");
-    json.BeginObject();
-    json.StringMember("text", SarifMessage(finding));
-    json.EndObject();
-    json.Key("locations");
-    json.BeginArray();
-    json.BeginObject();
-    json.Key("physicalLocation");
-    json.BeginObject();
-    json.Key("artifactLocation");
-    json.BeginObject();
-    json.StringMember("uri", PathToUriReference(report.path));
-    json.EndObject();
+    Json physical = Json::object();
+    physical["artifactLocation"] = {{"uri", PathToUriReference(report.path)}};
     if (finding.first_line > 0) {  // SARIF lines start at 1.
-      json.Key("region");
-      json.BeginObject();
-      json.IntMember("startLine", finding.first_line);
-      json.IntMember("endLine", std::max(finding.first_line, finding.last_line));
-      json.EndObject();
+      physical["region"] = {{"startLine", finding.first_line},
+                            {"endLine", std::max(finding.first_line, finding.last_line)}};
     }
-    json.EndObject();  // physicalLocation
-    json.EndObject();
-    json.EndArray();
-    json.Key("properties");
-    json.BeginObject();
-    json.StringMember("status", FindingStatusName(finding.status));
-    json.StringArrayMember("instructions", finding.instructions);
-    json.Key("current");
-    WriteCost(json, finding.current.flat);
-    json.Key("proposed");
-    WriteCost(json, finding.proposed.flat);
-    WriteOptionalCostMember(json, "current_topology", finding.current.topology);
-    WriteOptionalCostMember(json, "proposed_topology", finding.proposed.topology);
-    json.StringMember("proposed_hlo", finding.proposed_hlo);
-    json.EndObject();
-    json.EndObject();
+    Json location = Json::object();
+    location["physicalLocation"] = std::move(physical);
+    Json properties = Json::object();
+    properties["status"] = std::string(FindingStatusName(finding.status));
+    properties["instructions"] = StringArray(finding.instructions);
+    properties["current"] = CostJson(finding.current.flat);
+    properties["proposed"] = CostJson(finding.proposed.flat);
+    properties["current_topology"] = OptionalCostJson(finding.current.topology);
+    properties["proposed_topology"] = OptionalCostJson(finding.proposed.topology);
+    properties["proposed_hlo"] = finding.proposed_hlo;
+    Json result = Json::object();
+    result["ruleId"] = finding.rule;
+    result["ruleIndex"] = rule_index[i];
+    result["level"] = std::string(SarifLevel(finding.status));
+    result["message"] = {{"text", SarifMessage(finding)}};
+    result["locations"] = Json::array({std::move(location)});
+    result["properties"] = std::move(properties);
+    results.push_back(std::move(result));
   }
-  json.EndArray();
-  json.EndObject();  // run
-  json.EndArray();
-  json.EndObject();
-  return std::move(json).Finish();
+
+  Json run = Json::object();
+  run["tool"] = {{"driver", std::move(driver)}};
+  run["results"] = std::move(results);
+  Json sarif = Json::object();
+  sarif["$schema"] = std::string(kSarifSchema);
+  sarif["version"] = "2.1.0";
+  sarif["runs"] = Json::array({std::move(run)});
+  return Dump(sarif);
 }
 
 }  // namespace spmdcheck::lint

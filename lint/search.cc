@@ -14,7 +14,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "ir/hlo_parser.h"
 #include "lint/chains.h"
 #include "partitioner/partitioner.h"
 #include "partitioner/reshard.h"
@@ -25,25 +24,55 @@ namespace {
 
 using partitioner::CollectiveCost;
 
-std::string Header(absl::string_view name, int64_t num_partitions) {
-  return absl::StrCat("HloModule ", name, ", num_partitions=", num_partitions, "\n\nENTRY ", name,
-                      " {\n");
+// The chain's parameters and resharding copies are written without layouts.
+Shape WithoutLayout(Shape shape) {
+  shape.clear_layout();
+  return shape;
 }
 
-std::string InputStatement(const GlobalValue& value) {
-  return absl::StrCat(value.name, " = ", value.shape.ToString(false), " parameter(0)");
+// The parameter holding `value` (the chain's input, or the first value of a segment).
+HloInstruction* AddInput(HloComputation& computation, const GlobalValue& value, std::string name) {
+  auto parameter = std::make_unique<HloInstruction>(HloOpcode::kParameter, std::move(name),
+                                                    WithoutLayout(value.shape));
+  parameter->set_parameter_number(0);
+  return computation.AddInstruction(std::move(parameter));
+}
+
+// `value`'s op named `name`, applied to `operand`.
+absl::StatusOr<HloInstruction*> AddOp(HloComputation& computation, const GlobalValue& value,
+                                      std::string name, HloInstruction* operand) {
+  if (!value.op.has_value()) {
+    return absl::InternalError(absl::StrCat("global value ", value.name, " has no op"));
+  }
+  auto op = std::make_unique<HloInstruction>(*value.op);
+  op->set_name(std::move(name));
+  op->set_operands({operand});
+  op->clear_sharding();
+  return computation.AddInstruction(std::move(op));
+}
+
+// A module whose entry is `entry` (named like the module) with `root` as its root.
+std::unique_ptr<HloModule> GlobalModule(std::unique_ptr<HloComputation> entry, HloInstruction* root,
+                                        int64_t num_partitions) {
+  auto module = std::make_unique<HloModule>(entry->name());
+  module->set_num_partitions(num_partitions);
+  entry->set_root(root);
+  module->set_entry(module->AddComputation(std::move(entry)));
+  return module;
 }
 
 // The module holding values [first, last] of the chain (values[first] as the parameter).
 absl::StatusOr<std::unique_ptr<HloModule>> ChainSegment(const GlobalChain& chain, size_t first,
                                                         size_t last, int64_t num_partitions) {
-  std::string text = Header("segment", num_partitions);
-  absl::StrAppend(&text, "  ", InputStatement(chain.values[first]), "\n");
+  auto entry = std::make_unique<HloComputation>("segment");
+  HloInstruction* value = AddInput(*entry, chain.values[first], chain.values[first].name);
   for (size_t i = first + 1; i <= last; ++i) {
-    absl::StrAppend(&text, "  ", i == last ? "ROOT " : "", chain.values[i].statement, "\n");
+    absl::StatusOr<HloInstruction*> next =
+        AddOp(*entry, chain.values[i], chain.values[i].name, value);
+    if (!next.ok()) return next.status();
+    value = *next;
   }
-  absl::StrAppend(&text, "}\n");
-  return ParseModuleText(text);
+  return GlobalModule(std::move(entry), value, num_partitions);
 }
 
 }  // namespace
@@ -221,25 +250,31 @@ std::optional<HloSharding> LocalResultSharding(const HloInstruction& op, const H
 namespace {
 
 // The global module of the chain in which value i is computed under computed[i] and, where
-// held[i] differs, resharded to it by a copy (the copy takes the value's name).
-std::string PlannedText(const GlobalChain& chain, const std::vector<bool>& resharded,
-                        int64_t num_partitions) {
-  std::string text = Header("proposed", num_partitions);
-  const size_t k = chain.values.size();
-  for (size_t i = 0; i < k; ++i) {
+// held[i] differs, resharded to it by a copy (the copy takes the value's name; the value computed
+// is NAME.computed).
+absl::StatusOr<std::unique_ptr<HloModule>> PlannedModule(const GlobalChain& chain,
+                                                         const std::vector<bool>& resharded,
+                                                         int64_t num_partitions) {
+  auto entry = std::make_unique<HloComputation>("proposed");
+  HloInstruction* value = nullptr;
+  for (size_t i = 0; i < chain.values.size(); ++i) {
     const GlobalValue& v = chain.values[i];
-    std::string statement = i == 0 ? InputStatement(v) : v.statement;
-    const bool root = i + 1 == k;
-    if (resharded[i]) {
-      statement = absl::StrCat(v.name, ".computed", statement.substr(v.name.size()));
-      absl::StrAppend(&text, "  ", statement, "\n  ", root ? "ROOT " : "", v.name, " = ",
-                      v.shape.ToString(false), " copy(", v.name, ".computed)\n");
+    std::string name = resharded[i] ? absl::StrCat(v.name, ".computed") : v.name;
+    if (i == 0) {
+      value = AddInput(*entry, v, std::move(name));
     } else {
-      absl::StrAppend(&text, "  ", root ? "ROOT " : "", statement, "\n");
+      absl::StatusOr<HloInstruction*> next = AddOp(*entry, v, std::move(name), value);
+      if (!next.ok()) return next.status();
+      value = *next;
+    }
+    if (resharded[i]) {
+      auto copy =
+          std::make_unique<HloInstruction>(HloOpcode::kCopy, v.name, WithoutLayout(v.shape));
+      copy->AppendOperand(value);
+      value = entry->AddInstruction(std::move(copy));
     }
   }
-  absl::StrAppend(&text, "}\n");
-  return text;
+  return GlobalModule(std::move(entry), value, num_partitions);
 }
 
 }  // namespace
@@ -261,7 +296,7 @@ absl::StatusOr<std::unique_ptr<HloModule>> PartitionPlannedChain(
         (i + 1 == k && !(computed[i] == held[i]));
   }
   absl::StatusOr<std::unique_ptr<HloModule>> global =
-      ParseModuleText(PlannedText(chain, resharded, num_partitions));
+      PlannedModule(chain, resharded, num_partitions);
   if (!global.ok()) return global.status();
   for (size_t i = 0; i < k; ++i) {
     const std::string& name = chain.values[i].name;

@@ -19,8 +19,10 @@ namespace spmdcheck::lint {
 
 // One value of a chain's global meaning.
 struct GlobalValue {
-  std::string name;       // In the global chain module.
-  std::string statement;  // `NAME = SHAPE op(OPERAND), attrs` (no sharding); empty for the input.
+  std::string name;  // In the global chain module.
+  // The op computing this value from the previous one, without sharding (its own operands are
+  // not used: the chain's modules pass it the previous value); empty for the input.
+  std::optional<HloInstruction> op;
   Shape shape;
   std::optional<HloSharding> current;  // What the linted module gives it, when it says.
   std::string holder;                  // The linted instruction that holds it (may be empty).

@@ -31,8 +31,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
-#include "ir/hlo_parser.h"
-#include "ir/hlo_printer.h"
 #include "ir/primitive_type.h"
 #include "ir/shape_inference.h"
 #include "ir/verifier.h"
@@ -70,25 +68,6 @@ int64_t LeafCountOf(const Shape& shape) {
   std::vector<Shape> leaves;
   CollectLeaves(shape, &leaves);
   return static_cast<int64_t>(leaves.size());
-}
-
-absl::StatusOr<std::unique_ptr<HloModule>> CloneModule(const HloModule& module) {
-  ParseOptions parse_options;
-  parse_options.path = module.source_path();
-  parse_options.honor_num_devices_comment = false;
-  absl::StatusOr<ParsedModule> parsed = ParseHloModule(PrintModule(module), parse_options);
-  if (!parsed.ok()) {
-    return absl::InternalError(absl::StrCat("shape reduction: printed module does not parse back: ",
-                                            parsed.status().message()));
-  }
-  if (module.has_num_partitions() && !parsed->module->has_num_partitions()) {
-    parsed->module->set_num_partitions(module.num_partitions());
-  }
-  if (module.has_replica_count() && !parsed->module->has_replica_count()) {
-    parsed->module->set_replica_count(module.replica_count());
-  }
-  parsed->module->set_source_path(module.source_path());
-  return std::move(parsed->module);
 }
 
 int64_t Lcm(int64_t a, int64_t b) {
@@ -1872,16 +1851,15 @@ absl::StatusOr<ShrinkResult> ShrinkModuleShapes(const HloModule& global,
     return absl::InvalidArgumentError(
         absl::StrCat("shape reduction: input does not verify: ", verified.message()));
   }
-  absl::StatusOr<std::unique_ptr<HloModule>> work = CloneModule(global);
-  if (!work.ok()) return work.status();
+  std::unique_ptr<HloModule> work = global.Clone();
   const int64_t num_partitions =
       options.num_partitions > 0 ? options.num_partitions : global.num_partitions();
-  Shrinker shrinker(work->get(), options, num_partitions);
+  Shrinker shrinker(work.get(), options, num_partitions);
   absl::Status analyzed = shrinker.Analyze();
   if (!analyzed.ok()) return analyzed;
   // Original arrays for the description.
   std::vector<std::pair<const HloInstruction*, Shape>> before;
-  for (const auto& comp : (*work)->computations()) {
+  for (const auto& comp : work->computations()) {
     for (const auto& instr : comp->instructions()) before.emplace_back(instr.get(), instr->shape());
   }
   absl::Status searched = shrinker.Search();
@@ -1895,12 +1873,12 @@ absl::StatusOr<ShrinkResult> ShrinkModuleShapes(const HloModule& global,
     // Entry parameters first, then everything else.
     std::vector<std::pair<const HloInstruction*, Shape>> ordered;
     for (const auto& p : before) {
-      if (p.first->opcode() == HloOpcode::kParameter && p.first->parent() == (*work)->entry()) {
+      if (p.first->opcode() == HloOpcode::kParameter && p.first->parent() == work->entry()) {
         ordered.push_back(p);
       }
     }
     for (const auto& p : before) {
-      if (!(p.first->opcode() == HloOpcode::kParameter && p.first->parent() == (*work)->entry())) {
+      if (!(p.first->opcode() == HloOpcode::kParameter && p.first->parent() == work->entry())) {
         ordered.push_back(p);
       }
     }
@@ -1921,7 +1899,7 @@ absl::StatusOr<ShrinkResult> ShrinkModuleShapes(const HloModule& global,
       }
     }
     // A shape written in the header no longer matches.
-    auto& header = (*work)->mutable_raw_header_attributes();
+    auto& header = work->mutable_raw_header_attributes();
     const size_t header_size = header.size();
     header.erase(
         std::remove_if(header.begin(), header.end(),
@@ -1932,14 +1910,12 @@ absl::StatusOr<ShrinkResult> ShrinkModuleShapes(const HloModule& global,
         changed, " of ", arrays, " arrays changed",
         header.size() != header_size ? "; entry_computation_layout dropped" : "");
   }
-  absl::StatusOr<std::unique_ptr<HloModule>> out = CloneModule(**work);
-  if (!out.ok()) return out.status();
-  absl::Status ok = VerifyModule(**out);
+  absl::Status ok = VerifyModule(*work);
   if (!ok.ok()) {
     return absl::InternalError(
         absl::StrCat("shape reduction: shrunk module does not verify: ", ok.message()));
   }
-  result.module = *std::move(out);
+  result.module = std::move(work);
   return result;
 }
 

@@ -85,10 +85,20 @@ absl::StatusOr<PartitionedValue> HandleCalls(const HloInstruction& instruction,
   for (const CalledComputations& called : instruction.called()) {
     CalledComputations copy = called;
     for (size_t c = 0; c < copy.computations.size(); ++c) {
-      // Branch c of a conditional reads operand c + 1; a call reads all its operands.
+      // Branch b of a conditional reads operand b + 1 (true_computation is branch 0,
+      // false_computation branch 1, branch_computations in order); a call reads all its
+      // operands.
       std::vector<HloSharding> params;
       if (instruction.opcode() == HloOpcode::kConditional) {
-        const size_t operand_index = c + 1;
+        size_t branch = c;
+        if (called.role == "false_computation") {
+          branch = 1;
+        } else if (called.role == "true_computation") {
+          branch = 0;
+        } else if (called.role != "branch_computations") {
+          return Decline(absl::StrCat("conditional calls a computation as ", called.role));
+        }
+        const size_t operand_index = branch + 1;
         if (operand_index >= operand_shardings.size()) return Decline("malformed conditional");
         params.push_back(operand_shardings[operand_index]);
       } else {

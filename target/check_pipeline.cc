@@ -82,16 +82,15 @@ std::unique_ptr<HloModule> WidenNarrowFloats(const HloModule& module) {
       if (i->opcode() == HloOpcode::kBitcastConvert) return nullptr;
     }
   }
-  absl::StatusOr<ParsedModule> copy = ParseHloModule(PrintModule(module));
-  if (!copy.ok()) return nullptr;
-  for (const auto& c : copy->module->computations()) {
+  std::unique_ptr<HloModule> copy = module.Clone();
+  for (const auto& c : copy->computations()) {
     for (const auto& i : c->instructions()) {
       Shape shape = i->shape();
       if (WidenShape(shape)) i->set_shape(shape);  // Layout kept as is (same rank).
       if (i->literal().has_value()) i->set_literal(WidenLiteral(*i->literal()));
     }
   }
-  return std::move(copy->module);
+  return copy;
 }
 
 int64_t LargestArray(const Shape& shape) {

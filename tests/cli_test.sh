@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end checks of the spmdcheck CLI: exit codes and the key lines of each subcommand's
-# output. Usage: cli_test.sh SPMDCHECK_BINARY SOURCE_DIR
+# output, and the examples of the docs. Usage: cli_test.sh SPMDCHECK_BINARY SOURCE_DIR (the shared
+# reference material: $SPMDCHECK_SHARED_DIR, else SOURCE_DIR/../shared; its checks skip without it)
 set -u
 bin="$1"
 src="$2"
-shared="$src/../shared"
+shared="${SPMDCHECK_SHARED_DIR:-$src/../shared}"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 failures=0
@@ -91,6 +92,15 @@ if [ -d "$shared/cases/seed-scatter" ]; then
   "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo" --format sarif > "$tmp/seed.sarif"
   expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/sarif-schema-2.1.0.json" "$tmp/seed.sarif"
   expect 0 "UNSOUND" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo" --same-input-everywhere
+fi
+# The ```console examples of README.md and docs/*.md, run and compared with their documented
+# output (tests/check_doc_examples.py; those on ../shared are skipped without it).
+if python3 "$src/tests/check_doc_examples.py" "$bin" "$src" "$shared" > "$tmp/docs.out" 2>&1; then
+  pass=$((pass + 1))
+else
+  echo "FAIL: the documented examples differ from what spmdcheck prints:"
+  cat "$tmp/docs.out"
+  failures=$((failures + 1))
 fi
 echo "$pass passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -14,6 +14,7 @@
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck {
 namespace {
@@ -40,7 +41,8 @@ std::vector<fs::path> HloFiles(const fs::path& dir) {
 class ConformanceTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ConformanceTest, EveryModuleParsesVerifiesAndPrintsIdempotently) {
-  const fs::path dir = fs::path(SPMDCHECK_SHARED_DIR) / GetParam();
+  SPMDCHECK_SKIP_WITHOUT_SHARED(GetParam());
+  const fs::path dir = test_support::SharedPath(GetParam());
   const std::vector<fs::path> files = HloFiles(dir);
   if (files.empty()) GTEST_SKIP() << "no modules in " << dir;
   int parsed_ok = 0, verified_ok = 0, idempotent = 0;
@@ -111,8 +113,8 @@ std::vector<std::string> ExtractPastes(const std::string& thread) {
 }
 
 TEST(SeedFragmentTest, PastedStatementsParseAsFragments) {
-  const fs::path seeds = fs::path(SPMDCHECK_SHARED_DIR) / "seeds";
-  if (!fs::is_directory(seeds)) GTEST_SKIP() << "no seeds";
+  SPMDCHECK_SKIP_WITHOUT_SHARED("seeds");
+  const fs::path seeds = test_support::SharedPath("seeds");
   int fragments = 0;
   for (const auto& entry : fs::directory_iterator(seeds)) {
     if (!absl::StartsWith(entry.path().filename().string(), "000_")) continue;

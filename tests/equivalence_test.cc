@@ -12,6 +12,7 @@
 #include "ir/hlo_parser.h"
 #include "oracle/engine.h"
 #include "oracle/sharded_values.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::oracle {
 namespace {
@@ -20,14 +21,14 @@ using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 std::string ReadCase(const std::string& name) {
-  std::ifstream in(fs::path(SPMDCHECK_SHARED_DIR) / "cases" / "seed-scatter" / name);
+  std::ifstream in(test_support::SharedPath("cases/seed-scatter/" + name));
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
 }
 
 std::unique_ptr<HloModule> ParseCase(const std::string& name) {
-  const fs::path path = fs::path(SPMDCHECK_SHARED_DIR) / "cases" / "seed-scatter" / name;
+  const fs::path path = test_support::SharedPath("cases/seed-scatter/" + name);
   std::ifstream in(path);
   if (!in) return nullptr;
   std::stringstream text;
@@ -42,6 +43,7 @@ std::unique_ptr<HloModule> ParseCase(const std::string& name) {
 class SeedCaseTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    SPMDCHECK_SKIP_WITHOUT_SHARED("cases/seed-scatter");
     pre_ = ParseCase("pre.hlo");
     gspmd_ = ParseCase("gspmd.hlo");
     simplified_ = ParseCase("simplified.hlo");

@@ -13,6 +13,7 @@
 #include "ir/hlo_printer.h"
 #include "lint/lint.h"
 #include "partitioner/partitioner.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::lint {
 namespace {
@@ -27,8 +28,8 @@ std::string ReadAll(const fs::path& path) {
 }
 
 TEST(LintConformanceTest, OurPartitionerOutputHasNoProvedFinding) {
-  const fs::path dir = fs::path(SPMDCHECK_SHARED_DIR) / "conformance" / "xla-spmd-2023";
-  if (!fs::is_directory(dir)) GTEST_SKIP() << "no modules in " << dir;
+  SPMDCHECK_SKIP_WITHOUT_SHARED("conformance/xla-spmd-2023");
+  const fs::path dir = test_support::SharedPath("conformance/xla-spmd-2023");
   std::vector<fs::path> files;
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() == ".hlo") files.push_back(entry.path());

@@ -19,6 +19,7 @@
 #include "lint/search.h"
 #include "lint/topology.h"
 #include "oracle/equivalence.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::lint {
 namespace {
@@ -42,7 +43,7 @@ std::unique_ptr<HloModule> ParseText(const std::string& text) {
 }
 
 std::string SeedPath(const std::string& file) {
-  return std::string(SPMDCHECK_SHARED_DIR) + "/cases/seed-scatter/" + file;
+  return test_support::SharedPath("cases/seed-scatter/" + file);
 }
 
 struct Linted {
@@ -63,9 +64,7 @@ Linted Lint(const std::string& path, const LintOptions& options = {}) {
 
 class SeedLintTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (ReadText(SeedPath("gspmd.hlo")).empty()) GTEST_SKIP() << "seed case not found";
-  }
+  void SetUp() override { SPMDCHECK_SKIP_WITHOUT_SHARED("cases/seed-scatter/gspmd.hlo"); }
 };
 
 TEST_F(SeedLintTest, GspmdChainHasAProvedCheaperReplacementCausedByReshape1062) {

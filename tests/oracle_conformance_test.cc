@@ -11,6 +11,7 @@
 #include "ir/hlo_parser.h"
 #include "ir/verifier.h"
 #include "oracle/engine.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::oracle {
 namespace {
@@ -36,8 +37,8 @@ int64_t LargestId(const HloModule& module) {
 }
 
 TEST(OracleConformanceTest, RunnableCollectiveModulesExecute) {
-  const fs::path dir = fs::path(SPMDCHECK_SHARED_DIR) / "conformance" / "xla-collectives-2023";
-  if (!fs::is_directory(dir)) GTEST_SKIP() << "no corpus";
+  SPMDCHECK_SKIP_WITHOUT_SHARED("conformance/xla-collectives-2023");
+  const fs::path dir = test_support::SharedPath("conformance/xla-collectives-2023");
   int total = 0, runnable = 0, ran = 0;
   std::vector<std::string> failed;
   for (const auto& entry : fs::directory_iterator(dir)) {

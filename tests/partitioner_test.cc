@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/strings/str_replace.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
@@ -375,6 +376,67 @@ ENTRY main {
 }
 )");
   EXPECT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+}
+
+// A conditional whose branch operands are held differently (one replicated, one tiled), both
+// branches annotated tiled: each branch's parameter takes its own operand's local shape. The
+// false branch used to be partitioned under the true operand's sharding, keeping the global
+// shape while being passed the local one (the verifier rejected the module).
+constexpr char kConditionalMixedOperands[] = R"(HloModule cond_mixed, num_partitions=4
+on_true {
+  t = s32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT n = s32[8,4] negate(t), sharding={devices=[4,1]<=[4]}
+}
+on_false {
+  e = s32[8,4] parameter(0), sharding={devices=[4,1]<=[4]}
+  ROOT a = s32[8,4] add(e, e), sharding={devices=[4,1]<=[4]}
+}
+ENTRY main {
+  k = s32[] parameter(0), sharding={replicated}
+  x = s32[8,4] parameter(1), sharding={replicated}
+  y = s32[8,4] parameter(2), sharding={devices=[4,1]<=[4]}
+  zero = s32[] constant(0)
+  p = pred[] compare(k, zero), direction=GT
+  ROOT c = s32[8,4] conditional(p, x, y), true_computation=on_true, false_computation=on_false, sharding={devices=[4,1]<=[4]}
+}
+)";
+
+TEST(Partitioner, ConditionalBranchesTakeTheirOwnOperandsShardings) {
+  for (const std::string& text :
+       {std::string(kConditionalMixedOperands),
+        // The same with the operands the other way round, and as branch_computations.
+        absl::StrReplaceAll(kConditionalMixedOperands,
+                            {{"conditional(p, x, y)", "conditional(p, y, x)"}}),
+        absl::StrReplaceAll(
+            kConditionalMixedOperands,
+            {{"p = pred[] compare(k, zero), direction=GT\n", ""},
+             {"conditional(p, x, y), true_computation=on_true, false_computation=on_false",
+              "conditional(k, x, y), branch_computations={on_true, on_false}"}})}) {
+    SCOPED_TRACE(text);
+    absl::StatusOr<ParsedModule> m = ParseHloModule(text);
+    ASSERT_TRUE(m.ok()) << m.status();
+    PartitionOptions options;
+    absl::StatusOr<PartitionResult> partitioned = PartitionModule(*m->module, options);
+    ASSERT_TRUE(partitioned.ok()) << partitioned.status();
+    const absl::Status verified = VerifyModule(*partitioned->module);
+    EXPECT_TRUE(verified.ok()) << verified.message() << "\n" << PrintModule(*partitioned->module);
+    // Each branch's parameter has the local shape of the operand passed to it.
+    const HloInstruction* conditional = partitioned->module->entry()->root();
+    while (conditional != nullptr && conditional->opcode() != HloOpcode::kConditional) {
+      conditional = conditional->operand_count() > 0 ? conditional->operand(0) : nullptr;
+    }
+    ASSERT_NE(conditional, nullptr) << PrintModule(*partitioned->module);
+    const std::vector<HloComputation*> branches = conditional->AllCalledComputations();
+    ASSERT_EQ(branches.size(), 2u);
+    for (size_t b = 0; b < branches.size(); ++b) {
+      EXPECT_EQ(branches[b]->parameters()[0]->shape(), conditional->operand(b + 1)->shape())
+          << "branch " << b << "\n"
+          << PrintModule(*partitioned->module);
+    }
+    // And the partitioned module computes what the global one does.
+    target::CheckOutcome o = Check(text);
+    EXPECT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+  }
 }
 
 TEST(Partitioner, DynamicSliceUpdateAndSortKeepOtherDimsTiled) {

@@ -21,6 +21,7 @@
 #include "ir/verifier.h"
 #include "oracle/engine.h"
 #include "oracle/inputs.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::oracle {
 namespace {
@@ -562,8 +563,8 @@ SweepCounts Sweep(const fs::path& dir, const ShrinkOptions& options) {
 }
 
 TEST(ShapeReductionTest, ConformanceSweep) {
-  const fs::path root = fs::path(SPMDCHECK_SHARED_DIR) / "conformance";
-  if (!fs::is_directory(root / "xla-spmd-2023")) GTEST_SKIP() << "no conformance corpus";
+  SPMDCHECK_SKIP_WITHOUT_SHARED("conformance/xla-spmd-2023");
+  const fs::path root = test_support::SharedPath("conformance");
   // Floors measured when this test was written: modules shrunk within the budget, and of
   // those the ones that then ran in the oracle (sort modules are skipped for time), per folder.
   // Measured: 2023: 95 need shrinking, 94 shrunk, 84 ran (10 with sort); 2022: 78, 77, 74 (3).

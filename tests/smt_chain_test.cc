@@ -16,6 +16,7 @@
 #include "ir/verifier.h"
 #include "oracle/equivalence.h"
 #include "smt/chain_prover.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::smt {
 namespace {
@@ -403,9 +404,7 @@ TEST(ProveEquivChainTest, SameChainsAreEquivalentAndDifferentOnesAreNot) {
 // The seed case of the XLA report (../shared/cases/seed-scatter/).
 
 std::string SeedPath(const std::string& file) {
-  const char* env = std::getenv("SPMDCHECK_SHARED_DIR");
-  const std::string shared = env != nullptr ? env : SPMDCHECK_SHARED_DIR;
-  return absl::StrCat(shared, "/cases/seed-scatter/", file);
+  return test_support::SharedPath("cases/seed-scatter/" + file);
 }
 
 std::string ReadOrEmpty(const std::string& path) {
@@ -419,6 +418,7 @@ std::string ReadOrEmpty(const std::string& path) {
 class ChainSeedCaseTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    SPMDCHECK_SKIP_WITHOUT_SHARED("cases/seed-scatter");
     gspmd_text_ = ReadOrEmpty(SeedPath("gspmd.hlo"));
     simplified_text_ = ReadOrEmpty(SeedPath("simplified.hlo"));
     pre_text_ = ReadOrEmpty(SeedPath("pre.hlo"));

@@ -10,12 +10,16 @@
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
 #include "smt/instruction_checks.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::smt {
 namespace {
 
+constexpr char kSeed[] = "cases/seed-scatter/gspmd.hlo";
+
+// The seed case's partitioned module; tests reading it start with SPMDCHECK_SKIP_WITHOUT_SHARED.
 std::string ReadSeed() {
-  std::ifstream in(std::string(SPMDCHECK_SHARED_DIR) + "/cases/seed-scatter/gspmd.hlo");
+  std::ifstream in(test_support::SharedPath(kSeed));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -52,6 +56,7 @@ std::string Mutate(const std::string& text, const std::string& from, const std::
 }
 
 TEST(SmtInstructions, SeedGspmdPasses) {
+  SPMDCHECK_SKIP_WITHOUT_SHARED(kSeed);
   const std::string text = ReadSeed();
   ASSERT_FALSE(text.empty());
   std::vector<InstructionCheck> checks = Check(text);
@@ -67,6 +72,7 @@ TEST(SmtInstructions, SeedGspmdPasses) {
 }
 
 TEST(SmtInstructions, WrongAllGatherGroupOrderIsRefuted) {
+  SPMDCHECK_SKIP_WITHOUT_SHARED(kSeed);
   // Swap two members of the first stride-4 group.
   std::vector<InstructionCheck> checks =
       Check(Mutate(ReadSeed(), "{{0,4,8,12,16,20,24,28}", "{{0,8,4,12,16,20,24,28}"));
@@ -77,6 +83,7 @@ TEST(SmtInstructions, WrongAllGatherGroupOrderIsRefuted) {
 }
 
 TEST(SmtInstructions, WrongAllReduceGroupsAreRefuted) {
+  SPMDCHECK_SKIP_WITHOUT_SHARED(kSeed);
   std::vector<InstructionCheck> checks = Check(Mutate(
       ReadSeed(), "replica_groups={{0,1,2,3},{4,5,6,7},", "replica_groups={{0,1,2,4},{3,5,6,7},"));
   const InstructionCheck* c = Find(checks, "all-reduce.134");
@@ -85,6 +92,7 @@ TEST(SmtInstructions, WrongAllReduceGroupsAreRefuted) {
 }
 
 TEST(SmtInstructions, AllReduceGroupsInAnotherOrderStillPass) {
+  SPMDCHECK_SKIP_WITHOUT_SHARED(kSeed);
   // The order of the members of an all-reduce group does not change a sum.
   std::vector<InstructionCheck> checks = Check(Mutate(
       ReadSeed(), "replica_groups={{0,1,2,3},{4,5,6,7},", "replica_groups={{3,2,1,0},{4,5,6,7},"));
@@ -94,6 +102,7 @@ TEST(SmtInstructions, AllReduceGroupsInAnotherOrderStillPass) {
 }
 
 TEST(SmtInstructions, WrongPermutePairsAreRefuted) {
+  SPMDCHECK_SKIP_WITHOUT_SHARED(kSeed);
   // Exchange the targets of two pairs of collective-permute.10.
   std::vector<InstructionCheck> checks = Check(
       Mutate(ReadSeed(), "{1,4},{2,32},{3,36},{4,8},{5,12}", "{1,12},{2,32},{3,36},{4,8},{5,4}"));
@@ -106,6 +115,7 @@ TEST(SmtInstructions, WrongPermutePairsAreRefuted) {
 }
 
 TEST(SmtInstructions, WrongDimensionIsRefuted) {
+  SPMDCHECK_SKIP_WITHOUT_SHARED(kSeed);
   // Gather along dim 1 while the shardings change tile dim 2.
   std::string text = Mutate(ReadSeed(), "dimensions={2}, use_global_device_ids=true",
                             "dimensions={1}, use_global_device_ids=true");
@@ -117,6 +127,7 @@ TEST(SmtInstructions, WrongDimensionIsRefuted) {
 }
 
 TEST(SmtInstructions, MissingAnnotationIsUnknown) {
+  SPMDCHECK_SKIP_WITHOUT_SHARED(kSeed);
   std::string text = Mutate(ReadSeed(),
                             "// holds=transpose.9599 sharding={devices=[2,1,1,1,32]<=[64] "
                             "last_tile_dim_replicate}",
@@ -129,6 +140,7 @@ TEST(SmtInstructions, MissingAnnotationIsUnknown) {
 }
 
 TEST(SmtInstructions, AnnotationComesFromAttributeOrComment) {
+  SPMDCHECK_SKIP_WITHOUT_SHARED(kSeed);
   const std::string text = ReadSeed();
   absl::StatusOr<ParsedModule> parsed = ParseHloModule(text);
   ASSERT_TRUE(parsed.ok());

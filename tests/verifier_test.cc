@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/hlo_module.h"
 #include "ir/hlo_parser.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck {
 namespace {
@@ -752,8 +753,8 @@ const std::set<std::string>& InvalidModules() {
 
 TEST(VerifierConformanceTest, CorpusModulesVerify) {
   namespace fs = std::filesystem;
-  const fs::path root = fs::path(SPMDCHECK_SHARED_DIR) / "conformance";
-  if (!fs::is_directory(root)) GTEST_SKIP() << "no corpus at " << root;
+  SPMDCHECK_SKIP_WITHOUT_SHARED("conformance");
+  const fs::path root = test_support::SharedPath("conformance");
   std::vector<fs::path> files;
   for (const auto& entry : fs::recursive_directory_iterator(root)) {
     if (entry.path().extension() == ".hlo") files.push_back(entry.path());
