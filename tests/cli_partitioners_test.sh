@@ -77,7 +77,7 @@ if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import jax" 2>/dev/null; 
   for finding in "$src"/corpus/xla-findings/*/; do
     [ -f "$finding/module.hlo" ] || continue
     if [ "$(cat "$finding/jax_version")" = "$pinned" ]; then
-      for p in xla shardy; do
+      for p in $(cat "$finding/partitioners"); do
         expect 1 "verdict: fails (confirmed by XLA's own execution)" -- "$bin" check "$finding/module.hlo" --partitioner "$p"
       done
     else

@@ -90,7 +90,8 @@ int Report(const target::CheckOutcome& o, const std::string& reproduce, std::ost
   if (o.finding == target::Finding::kUnavailable) {
     err << "spmdcheck check: unknown: " << o.message << "\n";
   }
-  if (!o.self_report.name.empty()) {
+  // Ours is the default: its line would only add a timing to the familiar output.
+  if (!o.self_report.name.empty() && o.partitioner_spec != "reference") {
     out << "partitioner: " << o.self_report.name;
     if (!o.self_report.version.empty()) out << " (" << o.self_report.version << ")";
     if (o.self_report.seconds > 0) {
