@@ -461,16 +461,18 @@ absl::Status Parser::ParseShape(Shape* shape, int depth, bool allow_layout) {
     if (!status.ok()) return status;
   }
   if (*type == PrimitiveType::kToken) {
+    // `token[]` only: a token has no dimensions and no layout (a layout would not print).
+    if (!dims.empty()) return ErrorAt(start, "a token shape has no dimensions: token[]");
     *shape = Shape::Token();
-  } else {
-    *shape = Shape::Array(*type, dims);
-    for (size_t i = 0; i < kinds.size(); ++i) shape->set_dimension_kind(i, kinds[i]);
-    // Large shapes are fine as types (partitioner tests use them); only materialising one
-    // (a constant, a run) is limited to kMaxArrayElements. A count past int64 is an error.
-    if (!CheckedProduct(dims).has_value()) {
-      return ErrorAt(
-          start, absl::StrCat("shape ", shape->ToString(false), " has more than 2^63 elements"));
-    }
+    return absl::OkStatus();
+  }
+  *shape = Shape::Array(*type, dims);
+  for (size_t i = 0; i < kinds.size(); ++i) shape->set_dimension_kind(i, kinds[i]);
+  // Large shapes are fine as types (partitioner tests use them); only materialising one
+  // (a constant, a run) is limited to kMaxArrayElements. A count past int64 is an error.
+  if (!CheckedProduct(dims).has_value()) {
+    return ErrorAt(start,
+                   absl::StrCat("shape ", shape->ToString(false), " has more than 2^63 elements"));
   }
   if (!allow_layout) return absl::OkStatus();
   // A layout follows only as `{` + int or `:` (otherwise the brace opens a body).
@@ -517,12 +519,12 @@ absl::Status Parser::ParseLayout(Shape* shape) {
       if (c == '(') ++depth;
       if (c == ')' && --depth < 0) return ErrorAt(p, "unbalanced ')' in the layout");
       if (c == '}' && depth == 0) break;
-      const bool allowed = std::isalnum(static_cast<unsigned char>(c)) || c == '(' ||
-                           c == ')' || c == ',' || c == '*' || c == ':' || c == '#' ||
-                           c == '_' || c == ' ' || c == '.' || c == '-';
+      const bool allowed = std::isalnum(static_cast<unsigned char>(c)) || c == '(' || c == ')' ||
+                           c == ',' || c == '*' || c == ':' || c == '#' || c == '_' || c == ' ' ||
+                           c == '.' || c == '-';
       if (!allowed) {
-        return ErrorAt(p, absl::StrCat("unexpected character '", std::string(1, c),
-                                       "' in the layout"));
+        return ErrorAt(
+            p, absl::StrCat("unexpected character '", std::string(1, c), "' in the layout"));
       }
       ++p;
     }
