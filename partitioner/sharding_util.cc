@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/tile_assignment.h"
@@ -62,6 +64,28 @@ DevicePlace PlaceOf(const HloSharding& sharding, int64_t rank, int64_t device) {
   return place;
 }
 
+namespace {
+
+struct BuiltShardingKey {
+  std::vector<int64_t> counts;
+  int64_t manual_count = 1;
+  std::vector<int64_t> tile_of;  // Per device, its linear tile (data dims, manual).
+  bool operator==(const BuiltShardingKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const BuiltShardingKey& k) {
+    return H::combine(std::move(h), k.counts, k.manual_count, k.tile_of);
+  }
+};
+
+std::mutex built_shardings_mu;
+absl::flat_hash_map<BuiltShardingKey, HloSharding>* const built_shardings =
+    new absl::flat_hash_map<BuiltShardingKey, HloSharding>();
+
+absl::StatusOr<HloSharding> BuildFromDevices(absl::Span<const int64_t> counts, int64_t manual_count,
+                                             int64_t replicas, std::vector<int64_t> devices);
+
+}  // namespace
+
 absl::StatusOr<HloSharding> BuildSharding(absl::Span<const int64_t> counts, int64_t manual_count,
                                           int64_t num_devices,
                                           const std::function<DevicePlace(int64_t)>& place) {
@@ -96,11 +120,34 @@ absl::StatusOr<HloSharding> BuildSharding(absl::Span<const int64_t> counts, int6
       return absl::InvalidArgumentError("tiles are held by different numbers of devices");
     }
   }
+  // The result depends only on (counts, manual_count, tile_of): the planner builds the same
+  // shardings over and over (across candidate plans and programs), so they are memoised.
+  BuiltShardingKey key{std::vector<int64_t>(counts.begin(), counts.end()), manual_count,
+                       std::move(tile_of)};
+  {
+    std::lock_guard<std::mutex> lock(built_shardings_mu);
+    auto it = built_shardings->find(key);
+    if (it != built_shardings->end()) return it->second;
+  }
   std::vector<int64_t> devices(num_devices);
   std::fill(holders.begin(), holders.end(), 0);
   for (int64_t d = 0; d < num_devices; ++d) {
-    devices[tile_of[d] * replicas + holders[tile_of[d]]++] = d;
+    const int64_t t = key.tile_of[d];
+    devices[t * replicas + holders[t]++] = d;
   }
+  absl::StatusOr<HloSharding> built =
+      BuildFromDevices(counts, manual_count, replicas, std::move(devices));
+  if (!built.ok()) return built;
+  std::lock_guard<std::mutex> lock(built_shardings_mu);
+  if (built_shardings->size() > 200000) built_shardings->clear();
+  built_shardings->emplace(std::move(key), *built);
+  return built;
+}
+
+namespace {
+
+absl::StatusOr<HloSharding> BuildFromDevices(absl::Span<const int64_t> counts, int64_t manual_count,
+                                             int64_t replicas, std::vector<int64_t> devices) {
   std::vector<int64_t> dims(counts.begin(), counts.end());
   std::vector<SubgroupType> types;
   if (manual_count > 1) {
@@ -124,6 +171,8 @@ absl::StatusOr<HloSharding> BuildSharding(absl::Span<const int64_t> counts, int6
   if (!tiles_assignment.ok()) return tiles_assignment.status();
   return HloSharding::Subgroup(*tiles_assignment, types).Canonical();
 }
+
+}  // namespace
 
 absl::StatusOr<HloSharding> FoldDims(const HloSharding& sharding, int64_t rank,
                                      absl::Span<const int64_t> dims, int64_t num_devices) {
