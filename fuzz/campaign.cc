@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -95,13 +98,17 @@ std::string CampaignReport::ToString() const {
       "elapsed %.1fs\n",
       progress.cases, progress.elapsed > 0 ? progress.cases / progress.elapsed : 0.0,
       progress.holds, progress.failures, failures.size(), progress.unsupported, progress.elapsed);
+  if (stopped) out += "stopped before the campaign's limit (interrupted)\n";
   for (const CampaignFailure& f : failures) {
-    absl::StrAppendFormat(&out,
-                          "  %s: %d case(s), first at case %d after %.1fs; reduced %d -> %d "
-                          "instructions, %d -> %d devices: %s\n    %s\n",
-                          f.signature, f.count, f.first_case, f.seconds_to_find,
-                          f.instructions_before, f.instructions_after, f.devices_before,
-                          f.devices_after, f.path, f.message);
+    const std::string reduction =
+        f.instructions_before == 0
+            ? std::string("not reduced")
+            : absl::StrFormat("reduced %d -> %d instructions, %d -> %d devices",
+                              f.instructions_before, f.instructions_after, f.devices_before,
+                              f.devices_after);
+    absl::StrAppendFormat(&out, "  %s: %d case(s), first at case %d after %.1fs; %s: %s\n    %s\n",
+                          f.signature, f.count, f.first_case, f.seconds_to_find, reduction, f.path,
+                          f.message);
   }
   if (!unsupported_reasons.empty()) {
     std::vector<std::pair<int64_t, std::string>> top;
@@ -136,12 +143,17 @@ absl::StatusOr<CampaignReport> RunCampaign(
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
   std::atomic<int64_t> next_case{0};
   std::atomic<bool> stop{false};
+  auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(); };
+  auto stopping = [&] { return stop.load(std::memory_order_relaxed) || cancelled(); };
   std::mutex mu;
+  std::condition_variable workers_done;
+  int64_t running = 0;     // Workers not yet finished (guarded by mu).
+  absl::Status io_status;  // The first repro that could not be written (guarded by mu).
   std::mutex generator_mu;
   CampaignReport report;
 
   auto worker = [&] {
-    while (!stop.load()) {
+    while (!stopping()) {
       const int64_t index = next_case.fetch_add(1);
       if (options.cases > 0 && index >= options.cases) break;
       if (options.seconds > 0 && elapsed() >= options.seconds) break;
@@ -204,6 +216,7 @@ absl::StatusOr<CampaignReport> RunCampaign(
       // Reduce while the same kind of failure keeps happening.
       const CheckStatus kind = outcome->status;
       InterestingnessFn still_fails = [&](const HloModule& m) -> absl::StatusOr<bool> {
+        if (stopping()) return absl::CancelledError("campaign stopped");
         CheckOptions again = check;
         absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, again);
         if (!o.ok()) return false;
@@ -222,7 +235,7 @@ absl::StatusOr<CampaignReport> RunCampaign(
           (std::filesystem::path(options.out_dir) / (signature + ".hlo")).string();
       std::string bug_flag =
           options.inject_bug.empty() ? "" : absl::StrCat(" --inject-bug ", options.inject_bug);
-      std::ofstream file(path);
+      std::ofstream file(path, std::ios::binary | std::ios::trunc);
       file << "// spmdcheck fuzz repro: " << signature << "\n"
            << "// found by: spmdcheck fuzz --seed " << options.seed << " --max-devices "
            << options.max_devices << bug_flag << " (case " << index << ", case seed " << case_seed
@@ -230,9 +243,26 @@ absl::StatusOr<CampaignReport> RunCampaign(
            << "// reproduce: spmdcheck check " << path << " --seed " << case_seed << " --trials 1"
            << bug_flag << "\n"
            << "// expected vs actual: " << absl::StrReplaceAll(message, {{"\n", " "}}) << "\n";
-      if (reduced.ok()) file << "// reduced: " << reduced->report.ToString() << "\n";
+      if (reduced.ok()) {
+        file << "// reduced: " << reduced->report.ToString() << "\n";
+      } else {
+        file << "// not reduced: " << reduced.status().message() << "\n";
+      }
       file << PrintModule(repro);
+      file.close();
+      const int write_errno = errno;
       lock.lock();
+      if (file.fail()) {
+        // A finding that is not on disk is lost: stop and report it.
+        if (io_status.ok()) {
+          io_status = absl::UnavailableError(
+              absl::StrCat("cannot write the repro ", path, " for ", signature, ": ",
+                           write_errno != 0 ? std::strerror(write_errno) : "write failed"));
+        }
+        stop = true;
+        workers_done.notify_all();
+        break;
+      }
       CampaignFailure& f = report.failures[slot];
       f.path = path;
       f.message = message;
@@ -246,21 +276,33 @@ absl::StatusOr<CampaignReport> RunCampaign(
   };
   const int64_t jobs = std::max<int64_t>(1, options.jobs);
   std::vector<std::thread> threads;
-  for (int64_t j = 0; j < jobs; ++j) threads.emplace_back(worker);
-  // The calling thread reports progress while the workers run.
-  while (true) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    std::lock_guard<std::mutex> lock(mu);
-    report.progress.elapsed = elapsed();
-    if (progress) progress(report.progress);
-    if ((options.cases > 0 && report.progress.cases >= options.cases) ||
-        (options.seconds > 0 && elapsed() >= options.seconds)) {
-      break;
+  running = jobs;
+  for (int64_t j = 0; j < jobs; ++j) {
+    threads.emplace_back([&] {
+      worker();
+      std::lock_guard<std::mutex> lock(mu);
+      --running;
+      workers_done.notify_all();
+    });
+  }
+  // The calling thread reports progress while the workers run, and tells them to stop (a limit
+  // reached, `cancel` set) before waiting for them.
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    while (running > 0) {
+      workers_done.wait_for(lock, std::chrono::milliseconds(100));
+      if (cancelled() || (options.seconds > 0 && elapsed() >= options.seconds)) stop = true;
+      report.progress.elapsed = elapsed();
+      if (progress && running > 0) progress(report.progress);
     }
   }
-  for (std::thread& t : threads) t.join();
   stop = true;
+  for (std::thread& t : threads) t.join();
   report.progress.elapsed = elapsed();
+  const bool limit_reached = (options.cases > 0 && report.progress.cases >= options.cases) ||
+                             (options.seconds > 0 && report.progress.elapsed >= options.seconds);
+  if (cancelled() && !limit_reached) report.stopped = true;
+  if (!io_status.ok()) return io_status;
   return report;
 }
 

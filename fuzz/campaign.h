@@ -4,6 +4,7 @@
 #ifndef SPMDCHECK_FUZZ_CAMPAIGN_H_
 #define SPMDCHECK_FUZZ_CAMPAIGN_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -15,6 +16,10 @@
 namespace spmdcheck::fuzz {
 
 struct CampaignOptions {
+  // Set from outside (a signal handler, another thread) to stop the campaign at once: workers
+  // finish the case in hand (a reduction in progress is abandoned and the unreduced program
+  // written), and RunCampaign returns the report so far with `stopped` set. Not owned.
+  const std::atomic<bool>* cancel = nullptr;
   double seconds = 60;  // Stop after this long (0: no limit).
   int64_t cases = 0;    // Stop after this many cases (0: no limit).
   uint64_t seed = 1;
@@ -49,10 +54,12 @@ struct CampaignReport {
   CampaignProgress progress;
   std::vector<CampaignFailure> failures;               // Unique signatures, first found first.
   std::map<std::string, int64_t> unsupported_reasons;  // First line of the reason -> count.
+  bool stopped = false;  // `cancel` was set before the campaign reached its limit.
   std::string ToString() const;
 };
 
-// `progress` is called every few hundred milliseconds (from the calling thread).
+// `progress` is called every few hundred milliseconds (from the calling thread). A repro that
+// cannot be written (the stream fails) stops the campaign and is returned as an error.
 absl::StatusOr<CampaignReport> RunCampaign(
     const CampaignOptions& options,
     const std::function<void(const CampaignProgress&)>& progress = {});

@@ -468,16 +468,18 @@ absl::Status Parser::ParseShape(Shape* shape, int depth, bool allow_layout) {
     if (!status.ok()) return status;
   }
   if (*type == PrimitiveType::kToken) {
+    // `token[]` only: a token has no dimensions and no layout (a layout would not print).
+    if (!dims.empty()) return ErrorAt(start, "a token shape has no dimensions: token[]");
     *shape = Shape::Token();
-  } else {
-    *shape = Shape::Array(*type, dims);
-    for (size_t i = 0; i < kinds.size(); ++i) shape->set_dimension_kind(i, kinds[i]);
-    // Large shapes are fine as types (partitioner tests use them); only materialising one
-    // (a constant, a run) is limited to kMaxArrayElements. A count past int64 is an error.
-    if (!CheckedProduct(dims).has_value()) {
-      return ErrorAt(
-          start, absl::StrCat("shape ", shape->ToString(false), " has more than 2^63 elements"));
-    }
+    return absl::OkStatus();
+  }
+  *shape = Shape::Array(*type, dims);
+  for (size_t i = 0; i < kinds.size(); ++i) shape->set_dimension_kind(i, kinds[i]);
+  // Large shapes are fine as types (partitioner tests use them); only materialising one
+  // (a constant, a run) is limited to kMaxArrayElements. A count past int64 is an error.
+  if (!CheckedProduct(dims).has_value()) {
+    return ErrorAt(start,
+                   absl::StrCat("shape ", shape->ToString(false), " has more than 2^63 elements"));
   }
   if (!allow_layout) return absl::OkStatus();
   // A layout follows only as `{` + int or `:` (otherwise the brace opens a body).

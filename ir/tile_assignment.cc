@@ -167,7 +167,7 @@ TileAssignment::TileAssignment() : TileAssignment(DefaultTileAssignment()) {}
 TileAssignment::TileAssignment(IotaTileAssignment iota)
     : dims_(iota.dims()),
       num_elements_(iota.num_elements()),
-      iota_(std::move(iota)),
+      iota_(std::make_shared<const IotaTileAssignment>(std::move(iota))),
       device_bound_(num_elements_) {}
 
 absl::StatusOr<TileAssignment> TileAssignment::Iota(absl::Span<const int64_t> dims,
@@ -272,11 +272,12 @@ TileAssignment TileAssignment::Transpose(absl::Span<const int64_t> perm) const {
 }
 
 std::optional<IotaTileAssignment> TileAssignment::AsIota() const {
-  if (iota_) return iota_;
+  if (iota_) return *iota_;
   return DetectIota(dims_, *devices_);
 }
 
 TileAssignment TileAssignment::Canonical() const {
+  if (iota_) return *this;  // Already an iota (shares it).
   std::optional<IotaTileAssignment> iota = AsIota();
   return iota ? TileAssignment(*std::move(iota)) : *this;
 }

@@ -76,8 +76,9 @@ class TileAssignment {
   int64_t num_elements() const { return num_elements_; }
 
   // True when held as an iota (no array is stored).
-  bool is_iota() const { return iota_.has_value(); }
-  const std::optional<IotaTileAssignment>& iota() const { return iota_; }
+  bool is_iota() const { return iota_ != nullptr; }
+  // The iota, or nullptr when the assignment is an explicit list.
+  const IotaTileAssignment* iota() const { return iota_.get(); }
 
   int64_t DeviceAt(absl::Span<const int64_t> tile_index) const;
   int64_t DeviceAtLinear(int64_t linear) const;
@@ -112,7 +113,8 @@ class TileAssignment {
  private:
   std::vector<int64_t> dims_;
   int64_t num_elements_ = 1;
-  std::optional<IotaTileAssignment> iota_;
+  // Immutable and shared between copies (copying an assignment allocates only dims_).
+  std::shared_ptr<const IotaTileAssignment> iota_;
   std::shared_ptr<const std::vector<int64_t>> devices_;  // Set iff !iota_.
   std::shared_ptr<const absl::flat_hash_map<int64_t, int64_t>> position_of_;
   int64_t device_bound_ = 1;

@@ -47,8 +47,6 @@ struct PredTr {
   using S = uint8_t;
   using C = bool;
   static constexpr Cat kCat = Cat::kPred;
-  static constexpr bool kSigned = false;
-  static constexpr int kBits = 8;
   static C Load(S s) { return s != 0; }
   static S Store(C c) { return c ? 1 : 0; }
 };
@@ -110,8 +108,6 @@ struct BF16Tr {
   using S = uint16_t;
   using C = float;
   static constexpr Cat kCat = Cat::kFloat;
-  static constexpr bool kSigned = true;
-  static constexpr int kBits = 16;
   static C Load(S s) { return std::bit_cast<float>(static_cast<uint32_t>(s) << 16); }
   static S Store(C c) { return F32ToBf16(c); }
 };

@@ -196,15 +196,25 @@ absl::StatusOr<std::optional<ElementMismatch>> CompareShard(const Literal& local
     for (int64_t k = 0; k < rank; ++k) valid[k] = (*ranges)[k].limit - (*ranges)[k].start;
     std::optional<ElementMismatch> mismatch;
     std::vector<int64_t> source(rank);
-    ForEachIndex(valid, [&](absl::Span<const int64_t> q) {
+    // Row by row (the last dim is contiguous in both), first mismatch in row-major order.
+    std::vector<int64_t> rows = valid;
+    const int64_t row_length = rank > 0 ? valid[rank - 1] : 1;
+    if (rank > 0) rows[rank - 1] = row_length > 0 ? 1 : 0;
+    ForEachIndex(rows, [&](absl::Span<const int64_t> row) {
       if (mismatch.has_value()) return;
-      for (int64_t k = 0; k < rank; ++k) source[k] = (*ranges)[k].start + q[k];
-      const int64_t gi = LinearIndex(g.shape().dimensions(), source);
-      const int64_t li = LinearIndex(l.shape().dimensions(), q);
-      if (!ElementsEqual(g, gi, l, li, tolerance)) {
-        mismatch =
-            ElementMismatch{source, std::vector<int64_t>(q.begin(), q.end()), g.ElementToString(gi),
-                            l.ElementToString(li), global_leaves[leaf].second};
+      for (int64_t k = 0; k < rank; ++k) source[k] = (*ranges)[k].start + row[k];
+      const int64_t g0 = LinearIndex(g.shape().dimensions(), source);
+      const int64_t l0 = LinearIndex(l.shape().dimensions(), row);
+      for (int64_t j = 0; j < row_length; ++j) {
+        if (ElementsEqual(g, g0 + j, l, l0 + j, tolerance)) continue;
+        std::vector<int64_t> q(row.begin(), row.end());
+        if (rank > 0) {
+          q[rank - 1] += j;
+          source[rank - 1] += j;
+        }
+        mismatch = ElementMismatch{source, std::move(q), g.ElementToString(g0 + j),
+                                   l.ElementToString(l0 + j), global_leaves[leaf].second};
+        return;
       }
     });
     if (mismatch.has_value()) return mismatch;

@@ -67,7 +67,7 @@ class ModulePartitioner {
  public:
   ModulePartitioner(const HloModule& global, const PartitionOptions& options, HloModule* out,
                     int64_t num_partitions)
-      : global_(global), options_(options) {
+      : options_(options) {
     state_.module = out;
     state_.inject_bug = options.inject_bug;
     state_.num_partitions = num_partitions;
@@ -430,7 +430,6 @@ class ModulePartitioner {
     return false;
   }
 
-  const HloModule& global_;
   const PartitionOptions& options_;
   ModuleBuildState state_;
   HandlerRegistry registry_;

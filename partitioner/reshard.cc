@@ -1,6 +1,7 @@
 #include "partitioner/reshard.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <map>
 #include <mutex>
@@ -125,7 +126,7 @@ std::optional<HloSharding> PermuteFirstTarget(const Shape& shape, const HloShard
   int64_t g = 1;
   for (int64_t c : g_counts) g *= c;
   // Devices grouped by their place under `to` on the unchanged dims.
-  std::map<std::vector<int64_t>, std::vector<int64_t>> groups;
+  std::map<TileIndex, std::vector<int64_t>> groups;
   for (int64_t d = 0; d < n_devices; ++d) {
     DevicePlace t = PlaceOf(to, rank, d);
     for (int64_t k : changed) t.data_index[k] = 0;
@@ -173,44 +174,59 @@ struct SliceOffsets {
   std::vector<int64_t> pad_high;             // [dim]
 };
 
-std::optional<SliceOffsets> DynamicSliceOffsets(const Shape& shape, const HloSharding& from,
-                                                const HloSharding& to, int64_t n_devices) {
+// Fills `out` (when given) and returns true, or returns false. The regions are computed here
+// (as RegionOf does) from each device's place: this runs for every candidate plan.
+bool DynamicSliceOffsets(const Shape& shape, const HloSharding& from, const HloSharding& to,
+                         int64_t n_devices, SliceOffsets* out) {
   const int64_t rank = shape.rank();
   // Entering manual subgroups from a value every group holds whole is a slice; otherwise the
   // manual groups must stay as they are.
   const bool entering_manual = ManualSubgroupCount(from) == 1;
-  if (!entering_manual && ManualSubgroupCount(from) != ManualSubgroupCount(to)) return std::nullopt;
-  const Shape from_local = from.TileShape(shape);
-  const Shape to_local = to.TileShape(shape);
-  SliceOffsets result;
-  result.offset.assign(rank, std::vector<int64_t>(n_devices, 0));
-  result.pad_high.assign(rank, 0);
+  if (!entering_manual && ManualSubgroupCount(from) != ManualSubgroupCount(to)) return false;
+  const std::vector<int64_t> from_counts = TileCounts(from, rank);
+  const std::vector<int64_t> to_counts = TileCounts(to, rank);
+  TileIndex from_per(rank), to_per(rank);  // Padded tile sizes == local dims.
+  for (int64_t k = 0; k < rank; ++k) {
+    const int64_t size = shape.dimensions(k);
+    from_per[k] = (size + from_counts[k] - 1) / from_counts[k];
+    to_per[k] = (size + to_counts[k] - 1) / to_counts[k];
+  }
+  if (out != nullptr) {
+    out->offset.assign(rank, std::vector<int64_t>(n_devices, 0));
+    out->pad_high.assign(rank, 0);
+  }
   for (int64_t d = 0; d < n_devices; ++d) {
-    if (!entering_manual &&
-        PlaceOf(from, rank, d).manual_index != PlaceOf(to, rank, d).manual_index) {
-      return std::nullopt;
-    }
-    HeldRegion held = RegionOf(from, shape, d);
-    HeldRegion want = RegionOf(to, shape, d);
+    const DevicePlace held = PlaceOf(from, rank, d);
+    const DevicePlace want = PlaceOf(to, rank, d);
+    if (!entering_manual && held.manual_index != want.manual_index) return false;
     for (int64_t k = 0; k < rank; ++k) {
+      const int64_t size = shape.dimensions(k);
+      const int64_t held_padded = held.data_index[k] * from_per[k];
+      const int64_t want_padded = want.data_index[k] * to_per[k];
+      const int64_t want_start = std::min(want_padded, size);
+      const int64_t want_limit = std::min(want_padded + to_per[k], size);
       int64_t offset = 0;
-      if (want.start[k] < want.limit[k]) {
-        if (want.start[k] < held.start[k] || want.limit[k] > held.limit[k]) return std::nullopt;
-        offset = want.padded_start[k] - held.padded_start[k];
+      if (want_start < want_limit) {
+        if (want_start < std::min(held_padded, size) ||
+            want_limit > std::min(held_padded + from_per[k], size)) {
+          return false;
+        }
+        offset = want_padded - held_padded;
       }
-      result.offset[k][d] = offset;
-      result.pad_high[k] =
-          std::max(result.pad_high[k], offset + to_local.dimensions(k) - from_local.dimensions(k));
+      if (out != nullptr) {
+        out->offset[k][d] = offset;
+        out->pad_high[k] = std::max(out->pad_high[k], offset + to_per[k] - from_per[k]);
+      }
     }
   }
-  return result;
+  return true;
 }
 
 // Pairs (source, target) moving every tile from its holders under `from` to its holders under
 // `to` (same tile grid): identity pairs first, then the remaining holders in device order.
 SourceTargetPairs PermutePairs(const HloSharding& from, const HloSharding& to, int64_t rank,
                                int64_t n_devices) {
-  std::map<std::pair<std::vector<int64_t>, int64_t>, std::vector<int64_t>> sources, targets;
+  std::map<std::pair<TileIndex, int64_t>, std::vector<int64_t>> sources, targets;
   for (int64_t d = 0; d < n_devices; ++d) {
     DevicePlace f = PlaceOf(from, rank, d);
     DevicePlace t = PlaceOf(to, rank, d);
@@ -273,7 +289,7 @@ std::optional<HloSharding> SliceableTarget(const Shape& shape, const HloSharding
   // Valid range [start, limit) of tile index t along dim k under `to`.
   std::vector<HeldRegion> held_by(n_devices);
   for (int64_t d = 0; d < n_devices; ++d) held_by[d] = RegionOf(from, shape, d);
-  auto tile_fits = [&](int64_t d, const std::vector<int64_t>& index) {
+  auto tile_fits = [&](int64_t d, absl::Span<const int64_t> index) {
     const HeldRegion& held = held_by[d];
     for (int64_t k = 0; k < rank; ++k) {
       const int64_t size = shape.dimensions(k);
@@ -293,7 +309,7 @@ std::optional<HloSharding> SliceableTarget(const Shape& shape, const HloSharding
     const int64_t linear = LinearIndex(counts, own.data_index);
     if (capacity[linear] > 0 && tile_fits(d, own.data_index)) {
       --capacity[linear];
-      assigned[d] = own.data_index;
+      assigned[d] = std::vector<int64_t>(own.data_index.begin(), own.data_index.end());
     }
   }
   for (int64_t d = 0; d < n_devices; ++d) {
@@ -310,7 +326,7 @@ std::optional<HloSharding> SliceableTarget(const Shape& shape, const HloSharding
   }
   absl::StatusOr<HloSharding> result = BuildSharding(counts, 1, n_devices, [&](int64_t d) {
     DevicePlace p;
-    p.data_index = *assigned[d];
+    p.data_index.assign(assigned[d]->begin(), assigned[d]->end());
     return p;
   });
   if (!result.ok()) return std::nullopt;
@@ -335,14 +351,14 @@ class Planner {
       Offer(plan);
       return;
     }
-    if (DynamicSliceOffsets(shape_, cur, to_, n_).has_value()) {
+    if (DynamicSliceOffsets(shape_, cur, to_, n_, nullptr)) {
       std::vector<ReshardStep> plan = prefix;
       plan.push_back({ReshardStepKind::kDynamicSlice, {}, to_, {}});
       Offer(plan);
       return;
     }
     std::optional<HloSharding> sliceable = SliceableTarget(shape_, cur, to_, n_);
-    if (sliceable.has_value() && DynamicSliceOffsets(shape_, cur, *sliceable, n_).has_value()) {
+    if (sliceable.has_value() && DynamicSliceOffsets(shape_, cur, *sliceable, n_, nullptr)) {
       std::vector<ReshardStep> plan = prefix;
       plan.push_back({ReshardStepKind::kDynamicSlice, {}, *sliceable, {}});
       plan.push_back(
@@ -356,15 +372,26 @@ class Planner {
     std::vector<ReshardStep> moves;
     std::vector<int64_t> tiled = TiledDims(cur, rank_);
     const int64_t subsets = int64_t{1} << tiled.size();
+    // AllGatherOver(cur, dims of mask) folds the dims from the highest down, so its result is
+    // that of the mask without its lowest dim, folded once more along that dim: each subset
+    // costs one fold (as AllGatherOver, a failed fold drops every subset containing it).
+    std::vector<std::optional<AllGatherEffect>> gathered(subsets);
+    gathered[0] = AllGatherEffect{cur, {}};
     for (int64_t mask = 1; mask < subsets; ++mask) {
+      const std::optional<AllGatherEffect>& before = gathered[mask & (mask - 1)];
+      if (!before.has_value()) continue;
+      const int64_t low = std::countr_zero(static_cast<uint64_t>(mask));
+      absl::StatusOr<AllGatherEffect> step =
+          AllGatherOver(shape_, before->result, {tiled[low]}, n_);
+      if (!step.ok()) continue;
+      AllGatherEffect effect{step->result, before->cost};
+      effect.cost += step->cost;
       std::vector<int64_t> dims;
-      for (size_t i = 0; i < tiled.size(); ++i) {
+      for (int64_t i = static_cast<int64_t>(tiled.size()) - 1; i >= 0; --i) {
         if (mask & (int64_t{1} << i)) dims.push_back(tiled[i]);
       }
-      absl::StatusOr<AllGatherEffect> effect = AllGatherOver(shape_, cur, dims, n_);
-      if (!effect.ok()) continue;
-      std::sort(dims.rbegin(), dims.rend());
-      moves.push_back({ReshardStepKind::kAllGather, dims, effect->result, effect->cost});
+      moves.push_back({ReshardStepKind::kAllGather, dims, effect.result, effect.cost});
+      gathered[mask] = std::move(effect);
     }
     for (int64_t k : tiled) {
       absl::StatusOr<AllGatherEffect> effect = AllReduceGatherDim(shape_, cur, k, n_);
@@ -606,8 +633,8 @@ absl::StatusOr<PartitionedValue> EmitAllToAll(SpmdBuilder& b, PartitionedValue v
 absl::StatusOr<PartitionedValue> EmitDynamicSlice(SpmdBuilder& b, PartitionedValue v,
                                                   const HloSharding& to) {
   const int64_t n = b.num_partitions();
-  std::optional<SliceOffsets> offsets = DynamicSliceOffsets(v.global_shape, v.sharding, to, n);
-  if (!offsets.has_value()) {
+  std::optional<SliceOffsets> offsets = SliceOffsets();
+  if (!DynamicSliceOffsets(v.global_shape, v.sharding, to, n, &*offsets)) {
     return absl::InternalError(absl::StrCat("planned dynamic-slice from ",
                                             v.sharding.ToString(false), " to ", to.ToString(false),
                                             " is not possible"));
@@ -764,8 +791,12 @@ std::string ReshardPlan::Describe() const {
   return absl::StrJoin(parts, " -> ");
 }
 
-absl::StatusOr<ReshardPlan> PlanReshard(const Shape& shape, const HloSharding& from,
-                                        const HloSharding& to, int64_t num_devices) {
+namespace {
+
+// PlanReshard's memo (process-wide). Hands out the plan or only its cost: handlers price many
+// candidate shardings (ReshardCost) and copying whole plans for that was a cost of its own.
+absl::Status CachedPlan(const Shape& shape, const HloSharding& from, const HloSharding& to,
+                        int64_t num_devices, ReshardPlan* plan_out, CollectiveCost* cost_out) {
   if (!shape.IsArray()) return absl::InvalidArgumentError("PlanReshard expects an array shape");
   static std::mutex mu;
   static auto* cache = new absl::flat_hash_map<PlanCacheKey, ReshardPlan>();
@@ -774,14 +805,30 @@ absl::StatusOr<ReshardPlan> PlanReshard(const Shape& shape, const HloSharding& f
   {
     std::lock_guard<std::mutex> lock(mu);
     auto it = cache->find(key);
-    if (it != cache->end()) return it->second;
+    if (it != cache->end()) {
+      if (plan_out != nullptr) *plan_out = it->second;
+      if (cost_out != nullptr) *cost_out = it->second.cost;
+      return absl::OkStatus();
+    }
   }
   absl::StatusOr<ReshardPlan> plan = PlanArray(shape, from, to, num_devices, false);
-  if (plan.ok()) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (cache->size() > 100000) cache->clear();
-    (*cache)[key] = *plan;
-  }
+  if (!plan.ok()) return plan.status();
+  if (cost_out != nullptr) *cost_out = plan->cost;
+  std::lock_guard<std::mutex> lock(mu);
+  if (cache->size() > 100000) cache->clear();
+  ReshardPlan& cached = (*cache)[key];
+  cached = *std::move(plan);
+  if (plan_out != nullptr) *plan_out = cached;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ReshardPlan> PlanReshard(const Shape& shape, const HloSharding& from,
+                                        const HloSharding& to, int64_t num_devices) {
+  ReshardPlan plan;
+  absl::Status status = CachedPlan(shape, from, to, num_devices, &plan, nullptr);
+  if (!status.ok()) return status;
   return plan;
 }
 
@@ -872,9 +919,9 @@ absl::StatusOr<CollectiveCost> ReshardCost(const Shape& shape, const HloSharding
     return cost;
   }
   if (!shape.IsArray()) return cost;
-  absl::StatusOr<ReshardPlan> plan = PlanReshard(shape, from, to, num_devices);
-  if (!plan.ok()) return plan.status();
-  return plan->cost;
+  absl::Status status = CachedPlan(shape, from, to, num_devices, nullptr, &cost);
+  if (!status.ok()) return status;
+  return cost;
 }
 
 absl::StatusOr<std::unique_ptr<HloModule>> BuildReshardModule(const Shape& shape,

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/tile_assignment.h"
@@ -46,15 +48,43 @@ DevicePlace PlaceOf(const HloSharding& sharding, int64_t rank, int64_t device) {
   DevicePlace place;
   place.data_index.assign(rank, 0);
   if (!sharding.IsTiled()) return place;
-  std::optional<std::vector<int64_t>> index = sharding.tile_assignment().TileIndexOf(device);
-  if (!index.has_value()) return place;
-  for (int64_t k = 0; k < rank && k < sharding.TiledDataRank(); ++k) {
-    place.data_index[k] = (*index)[k];
-  }
+  const TileAssignment& tiles = sharding.tile_assignment();
+  const std::optional<int64_t> linear = tiles.LinearIndexOf(device);
+  if (!linear.has_value()) return place;
+  // The tile index digit by digit (row-major, last dim fastest), without materialising it.
+  const int64_t data_rank = std::min<int64_t>(rank, sharding.TiledDataRank());
   const int64_t manual = ManualDimPosition(sharding);
-  if (manual >= 0) place.manual_index = (*index)[manual];
+  int64_t rest = *linear;
+  for (int64_t i = tiles.num_dimensions() - 1; i >= 0; --i) {
+    const int64_t digit = rest % tiles.dim(i);
+    rest /= tiles.dim(i);
+    if (i < data_rank) place.data_index[i] = digit;
+    if (i == manual) place.manual_index = digit;
+  }
   return place;
 }
+
+namespace {
+
+struct BuiltShardingKey {
+  std::vector<int64_t> counts;
+  int64_t manual_count = 1;
+  std::vector<int64_t> tile_of;  // Per device, its linear tile (data dims, manual).
+  bool operator==(const BuiltShardingKey&) const = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const BuiltShardingKey& k) {
+    return H::combine(std::move(h), k.counts, k.manual_count, k.tile_of);
+  }
+};
+
+std::mutex built_shardings_mu;
+absl::flat_hash_map<BuiltShardingKey, HloSharding>* const built_shardings =
+    new absl::flat_hash_map<BuiltShardingKey, HloSharding>();
+
+absl::StatusOr<HloSharding> BuildFromDevices(absl::Span<const int64_t> counts, int64_t manual_count,
+                                             int64_t replicas, std::vector<int64_t> devices);
+
+}  // namespace
 
 absl::StatusOr<HloSharding> BuildSharding(absl::Span<const int64_t> counts, int64_t manual_count,
                                           int64_t num_devices,
@@ -66,21 +96,58 @@ absl::StatusOr<HloSharding> BuildSharding(absl::Span<const int64_t> counts, int6
         absl::StrCat(tiles, " tiles do not divide ", num_devices, " devices"));
   }
   const int64_t replicas = num_devices / tiles;
-  // Row-major over (data dims, manual) -> devices in increasing order.
-  std::vector<int64_t> grid(counts.begin(), counts.end());
-  grid.push_back(manual_count);
-  std::vector<std::vector<int64_t>> buckets(tiles);
+  // Row-major over (data dims, manual) -> devices in increasing order: tile t's holders fill
+  // positions [t * replicas, (t + 1) * replicas) of the device array in the order of `dims`
+  // (data dims, manual, replication).
+  std::vector<int64_t> tile_of(num_devices);
+  std::vector<int64_t> holders(tiles, 0);
   for (int64_t d = 0; d < num_devices; ++d) {
-    DevicePlace p = place(d);
-    std::vector<int64_t> index = p.data_index;
-    index.push_back(p.manual_index);
-    for (size_t k = 0; k < index.size(); ++k) {
-      if (index[k] < 0 || index[k] >= grid[k]) {
+    const DevicePlace p = place(d);
+    int64_t linear = 0;
+    for (size_t k = 0; k <= counts.size(); ++k) {
+      const int64_t index = k < counts.size() ? p.data_index[k] : p.manual_index;
+      const int64_t size = k < counts.size() ? counts[k] : manual_count;
+      if (index < 0 || index >= size) {
         return absl::InternalError(absl::StrCat("device ", d, " placed outside the tile grid"));
       }
+      linear = linear * size + index;
     }
-    buckets[LinearIndex(grid, index)].push_back(d);
+    tile_of[d] = linear;
+    ++holders[linear];
   }
+  for (int64_t h : holders) {
+    if (h != replicas) {
+      return absl::InvalidArgumentError("tiles are held by different numbers of devices");
+    }
+  }
+  // The result depends only on (counts, manual_count, tile_of): the planner builds the same
+  // shardings over and over (across candidate plans and programs), so they are memoised.
+  BuiltShardingKey key{std::vector<int64_t>(counts.begin(), counts.end()), manual_count,
+                       std::move(tile_of)};
+  {
+    std::lock_guard<std::mutex> lock(built_shardings_mu);
+    auto it = built_shardings->find(key);
+    if (it != built_shardings->end()) return it->second;
+  }
+  std::vector<int64_t> devices(num_devices);
+  std::fill(holders.begin(), holders.end(), 0);
+  for (int64_t d = 0; d < num_devices; ++d) {
+    const int64_t t = key.tile_of[d];
+    devices[t * replicas + holders[t]++] = d;
+  }
+  absl::StatusOr<HloSharding> built =
+      BuildFromDevices(counts, manual_count, replicas, std::move(devices));
+  if (!built.ok()) return built;
+  std::lock_guard<std::mutex> lock(built_shardings_mu);
+  if (built_shardings->size() > 200000) built_shardings->clear();
+  built_shardings->emplace(std::move(key), *built);
+  return built;
+}
+
+namespace {
+
+absl::StatusOr<HloSharding> BuildFromDevices(absl::Span<const int64_t> counts, int64_t manual_count,
+                                             int64_t replicas, std::vector<int64_t> devices) {
   std::vector<int64_t> dims(counts.begin(), counts.end());
   std::vector<SubgroupType> types;
   if (manual_count > 1) {
@@ -91,23 +158,21 @@ absl::StatusOr<HloSharding> BuildSharding(absl::Span<const int64_t> counts, int6
     dims.push_back(replicas);
     types.push_back(SubgroupType::kReplicated);
   }
-  // Device array in the order of `dims`: data dims, manual, replication.
-  std::vector<int64_t> devices;
-  devices.reserve(num_devices);
-  for (const std::vector<int64_t>& bucket : buckets) {
-    if (static_cast<int64_t>(bucket.size()) != replicas) {
-      return absl::InvalidArgumentError("tiles are held by different numbers of devices");
-    }
-    devices.insert(devices.end(), bucket.begin(), bucket.end());
-  }
   if (dims.empty()) return HloSharding::Replicate();
-  absl::StatusOr<TileAssignment> tiles_assignment = TileAssignment::Explicit(dims, devices);
-  if (!tiles_assignment.ok()) return tiles_assignment.status();
   bool all_one = true;
   for (int64_t c : counts) all_one = all_one && c == 1;
   if (all_one && manual_count == 1) return HloSharding::Replicate();
+  // An iota device array is held as one from the start (the result is canonical either way;
+  // this skips building the explicit assignment's device map).
+  std::optional<IotaTileAssignment> iota = DetectIota(dims, devices);
+  absl::StatusOr<TileAssignment> tiles_assignment =
+      iota.has_value() ? absl::StatusOr<TileAssignment>(TileAssignment(*std::move(iota)))
+                       : TileAssignment::Explicit(dims, std::move(devices));
+  if (!tiles_assignment.ok()) return tiles_assignment.status();
   return HloSharding::Subgroup(*tiles_assignment, types).Canonical();
 }
+
+}  // namespace
 
 absl::StatusOr<HloSharding> FoldDims(const HloSharding& sharding, int64_t rank,
                                      absl::Span<const int64_t> dims, int64_t num_devices) {
@@ -130,11 +195,15 @@ bool SameTileGrid(const HloSharding& a, const HloSharding& b, int64_t rank) {
 HeldRegion RegionOf(const HloSharding& sharding, const Shape& shape, int64_t device) {
   const int64_t rank = shape.rank();
   HeldRegion region;
-  std::vector<int64_t> counts = TileCounts(sharding, rank);
-  DevicePlace place = PlaceOf(sharding, rank, device);
+  region.padded_start.reserve(rank);
+  region.start.reserve(rank);
+  region.limit.reserve(rank);
+  const DevicePlace place = PlaceOf(sharding, rank, device);
+  const int64_t tiled_rank = sharding.IsTiled() ? sharding.TiledDataRank() : 0;
   for (int64_t k = 0; k < rank; ++k) {
+    const int64_t count = k < tiled_rank ? sharding.tile_assignment().dim(k) : 1;
     const int64_t size = shape.dimensions(k);
-    const int64_t per_tile = (size + counts[k] - 1) / counts[k];
+    const int64_t per_tile = (size + count - 1) / count;
     const int64_t start = place.data_index[k] * per_tile;
     region.padded_start.push_back(start);
     region.start.push_back(std::min(start, size));

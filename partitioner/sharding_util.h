@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "ir/shape.h"
@@ -23,8 +24,10 @@ std::vector<int64_t> TileCounts(const HloSharding& sharding, int64_t rank);
 int64_t ManualSubgroupCount(const HloSharding& sharding);
 
 // Where one device sits: its tile index along every data dim and its manual subgroup index.
+// (Inline storage: the planner computes places in its inner loops.)
+using TileIndex = absl::InlinedVector<int64_t, 6>;
 struct DevicePlace {
-  std::vector<int64_t> data_index;
+  TileIndex data_index;
   int64_t manual_index = 0;
 };
 

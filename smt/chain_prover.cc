@@ -530,8 +530,8 @@ ProofResult ProveReplicasAgree(const HloModule& module, const ChainProofOptions&
   std::map<std::vector<int64_t>, int64_t> first;
   bool replicated = false;
   for (int64_t d = 0; d < p; ++d) {
-    const std::vector<int64_t> place = partitioner::PlaceOf(sharding, rank, d).data_index;
-    auto [it, inserted] = first.emplace(place, d);
+    const partitioner::TileIndex place = partitioner::PlaceOf(sharding, rank, d).data_index;
+    auto [it, inserted] = first.emplace(std::vector<int64_t>(place.begin(), place.end()), d);
     representative[d] = it->second;
     replicated |= !inserted;
   }
@@ -539,7 +539,7 @@ ProofResult ProveReplicasAgree(const HloModule& module, const ChainProofOptions&
   const std::vector<int64_t> counts = partitioner::TileCounts(sharding, rank);
   std::vector<std::vector<int64_t>> tile_index(rank, std::vector<int64_t>(p, 0));
   for (int64_t d = 0; d < p; ++d) {
-    const std::vector<int64_t> place = partitioner::PlaceOf(sharding, rank, d).data_index;
+    const partitioner::TileIndex place = partitioner::PlaceOf(sharding, rank, d).data_index;
     for (int64_t k = 0; k < rank; ++k) tile_index[k][d] = place[k];
   }
   const ChainModel& model = *chain->model;

@@ -18,7 +18,6 @@
 #include "ir/hlo_parser.h"
 #include "ir/replica_groups.h"
 #include "smt/chain_model.h"
-#include "smt/chain_model.h"
 #include "smt/tile_encoding.h"
 
 namespace spmdcheck::smt {

@@ -65,6 +65,21 @@ expect 0 "all-reduce-wrong-axis" -- "$bin" fuzz --list-bugs
 expect 0 "failures: 0" -- "$bin" fuzz --cases 30 --seed 7 --out "$tmp/fuzz-clean"
 expect 1 "wrong-result" -- "$bin" fuzz --cases 60 --seed 3 --inject-bug dot-padding-unmasked --out "$tmp/fuzz-bug"
 expect 2 "unknown injected bug" -- "$bin" fuzz --cases 1 --inject-bug no-such-bug
+# Ctrl-C stops a campaign at once with its summary (exit 3: stopped, nothing found).
+"$bin" fuzz --seconds 600 --seed 7 --out "$tmp/fuzz-int" > "$tmp/fuzz-int.txt" 2>&1 &
+fuzz_pid=$!
+sleep 2
+kill -INT "$fuzz_pid"
+wait "$fuzz_pid"
+code=$?
+if [ "$code" -eq 3 ] && grep -q "stopped before the campaign's limit" "$tmp/fuzz-int.txt" &&
+  grep -q "^cases: [1-9]" "$tmp/fuzz-int.txt"; then pass=$((pass + 1)); else
+  echo "FAIL: fuzz after SIGINT -> exit $code (want 3) with a summary:"; head -5 "$tmp/fuzz-int.txt"
+  failures=$((failures + 1)); fi
+# A repro that cannot be written is an error (here the repro path is a full disk).
+mkdir -p "$tmp/fuzz-full"
+ln -s /dev/full "$tmp/fuzz-full/wrong-result.dot.hlo"
+expect 2 "cannot write the repro" -- "$bin" fuzz --cases 60 --seed 3 --inject-bug dot-padding-unmasked --out "$tmp/fuzz-full"
 expect 0 "verdict: holds" -- "$bin" check "$src/corpus/hlo/pipeline_while.hlo"
 expect 0 "proved" -- "$bin" prove rewrites --rule ag-ag-fuse --max-devices 8
 expect 1 "proved [consecutive-permutes]" -- "$bin" lint "$src/corpus/lint/wasteful/03_two_permutes.hlo"

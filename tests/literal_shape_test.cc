@@ -102,14 +102,25 @@ TEST(ShapeText, LongTuplesCarryIndexComments) {
 }
 
 TEST(ShapeText, Errors) {
-  for (const char* bad : {"f32[8", "f33[2]", "f32[-1]", "f32[2]{0,1}", "f32[2] junk", "(f32[]",
-                          "f32", "[2]", "f32[3037000500,3037000500]"}) {
+  for (const char* bad :
+       {"f32[8", "f33[2]", "f32[-1]", "f32[2]{0,1}", "f32[2] junk", "(f32[]", "f32", "[2]",
+        "f32[3037000500,3037000500]", "token[3]", "token[] {}", "token[]{0}"}) {
     absl::StatusOr<Shape> s = ParseShape(bad);
     EXPECT_FALSE(s.ok()) << bad;
     if (!s.ok()) {
       EXPECT_THAT(std::string(s.status().message()), HasSubstr("<input>:1:")) << bad;
     }
   }
+}
+
+// Found by fuzz_literal_parser: `token[3] {20:.}` was accepted as a token whose reparse differed.
+TEST(ShapeText, TokensHaveNoDimensionsOrLayout) {
+  absl::StatusOr<Shape> dims = ParseShape("token[3]");
+  ASSERT_FALSE(dims.ok());
+  EXPECT_THAT(std::string(dims.status().message()), HasSubstr("a token shape has no dimensions"));
+  EXPECT_FALSE(ParseShape("token[3] {20:.}").ok());
+  EXPECT_FALSE(ParseLiteral("token[3] {20:.}", Shape()).ok());
+  EXPECT_TRUE(ParseShape("token[]").ok());
 }
 
 // --- Literal text --------------------------------------------------------------------------

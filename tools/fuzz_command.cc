@@ -1,8 +1,10 @@
 // `spmdcheck fuzz [--seconds T] [--cases K] [--seed S] [--max-devices N] [--inject-bug NAME]
 // [--out DIR] [--jobs J] [--list-bugs]`: the generate -> partition -> check campaign (see
 // docs/fuzz.md).
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -32,8 +34,42 @@ is reduced and written as DIR/<signature>.hlo with a header saying how to reprod
   --out DIR          where repros go (default fuzz-out)
   --jobs J           worker threads (default 1)
   --list-bugs        list the injectable bugs and exit
-Exit codes: 0 no failure, 1 failures found (repros written), 2 bad input.
+Ctrl-C (SIGINT) or SIGTERM stops the campaign at once and prints the summary so far; a second
+one kills it.
+Exit codes: 0 no failure, 1 failures found (repros written), 2 bad input or a repro that could
+not be written, 3 stopped by a signal before its limit with no failure.
 )";
+
+// Set by SIGINT/SIGTERM while a campaign runs (lock-free, so async-signal-safe).
+std::atomic<bool> interrupted{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void OnStopSignal(int) { interrupted.store(true); }
+
+// Routes SIGINT and SIGTERM to `interrupted` for its lifetime; the handlers reset themselves
+// after one signal (SA_RESETHAND), so a second Ctrl-C ends the process as usual.
+class StopSignals {
+ public:
+  StopSignals() {
+    interrupted.store(false);
+    struct sigaction action = {};
+    action.sa_handler = OnStopSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESETHAND;
+    sigaction(SIGINT, &action, &old_int_);
+    sigaction(SIGTERM, &action, &old_term_);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &old_int_, nullptr);
+    sigaction(SIGTERM, &old_term_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  struct sigaction old_int_ = {};
+  struct sigaction old_term_ = {};
+};
 
 }  // namespace
 
@@ -77,12 +113,14 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   options.inject_bug = args->Get("--inject-bug").value_or("");
   options.out_dir = args->Get("--out").value_or("fuzz-out");
   options.jobs = *jobs;
+  options.cancel = &interrupted;
   const bool tty = isatty(fileno(stderr)) != 0;
   double last_log = 0;
   out << "spmdcheck fuzz: seed " << options.seed << ", max devices " << options.max_devices
       << (options.inject_bug.empty() ? "" : ", injected bug " + options.inject_bug) << ", "
       << options.jobs << " job(s)\n";
   out.flush();
+  StopSignals stop_signals;
   absl::StatusOr<fuzz::CampaignReport> report =
       fuzz::RunCampaign(options, [&](const fuzz::CampaignProgress& p) {
         const std::string line = absl::StrFormat(
@@ -104,7 +142,8 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       << (options.cases > 0 ? absl::StrCat(" --cases ", options.cases)
                             : absl::StrCat(" --seconds ", *seconds))
       << "\n";
-  return report->failures.empty() ? kExitHolds : kExitFails;
+  if (!report->failures.empty()) return kExitFails;
+  return report->stopped ? kExitUnknown : kExitHolds;
 }
 
 }  // namespace spmdcheck::cli
