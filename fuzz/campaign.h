@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "target/partitioner_under_test.h"
 
 namespace spmdcheck::fuzz {
 
@@ -24,15 +25,25 @@ struct CampaignOptions {
   int64_t cases = 0;    // Stop after this many cases (0: no limit).
   uint64_t seed = 1;
   int64_t max_devices = 8;
-  std::string inject_bug;  // Empty: none.
+  std::string inject_bug;  // Empty: none (the reference partitioner's injected bug).
+  // The partitioners under test (`reference`, `xla`, `shardy`, `cmd:...`, comma-separated):
+  // every case goes through each. Each job makes its own (one XLA worker per job).
+  std::string partitioners = "reference";
+  target::TargetOptions target;
+  std::string reproduce_flags;  // Flags for `reproduce:` lines (--xla-venv, --timeout).
   std::string out_dir = "fuzz-out";
   int64_t jobs = 1;
   double reduce_seconds = 10;  // Per new failure.
 };
 
 struct CampaignFailure {
-  std::string signature;  // e.g. `wrong-result.dot` or `crash.reshape`
-  std::string path;       // The reduced repro.
+  // e.g. `wrong-result.dot`, `crash.reshape` (reference), `xla.miscompile.dynamic-update-slice`
+  // (confirmed by XLA's execution), `shardy.oracle-only.dot` (to investigate, not a bug claim),
+  // `xla.crash.compile`, `xla.xla-rejects-valid`, `xla.timeout`.
+  std::string signature;
+  std::string partitioner;  // The spec.
+  bool claim = true;        // A bug claim (false: oracle-only/oracle-disagrees, to investigate).
+  std::string path;         // The reduced repro.
   int64_t first_case = 0;
   uint64_t case_seed = 0;
   int64_t count = 0;  // Cases with this signature.
@@ -50,8 +61,21 @@ struct CampaignProgress {
   double elapsed = 0;
 };
 
+// Per partitioner: how its cases ended.
+struct PartitionerTally {
+  int64_t cases = 0;
+  int64_t holds = 0;
+  int64_t failures = 0;     // Bug claims (confirmed miscompiles, crashes, rejections).
+  int64_t investigate = 0;  // oracle-only, oracle-disagrees.
+  int64_t unknown = 0;
+  int64_t accepted = 0;  // The partitioner produced a module (it neither rejected nor crashed).
+  double seconds = 0;    // In the partitioner (XLA: compiles).
+};
+
 struct CampaignReport {
   CampaignProgress progress;
+  std::map<std::string, PartitionerTally> partitioners;
+  std::string unavailable;  // Why a partitioner is not there (the campaign stopped at once).
   std::vector<CampaignFailure> failures;               // Unique signatures, first found first.
   std::map<std::string, int64_t> unsupported_reasons;  // First line of the reason -> count.
   bool stopped = false;  // `cancel` was set before the campaign reached its limit.

@@ -286,7 +286,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
   }
   for (int64_t trial = 0; trial < trials; ++trial) {
     std::vector<Literal> inputs =
-        oracle::TrialInputs(judged, options.seed, trial, oracle::InputStyle::kSmallIntegers);
+        oracle::TrialInputs(sent, options.seed, trial, oracle::InputStyle::kSmallIntegers);
     absl::StatusOr<std::vector<Literal>> single = partitioner.RunGlobal(sent, inputs);
     if (!single.ok()) {
       return unknown(absl::StrCat("XLA's single-device run: ", single.status().message()));
@@ -300,7 +300,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
       oracle::EngineOptions engine_options;
       engine_options.seed = options.seed;
       engine_options.max_elements_per_array = options.max_elements_per_array;
-      oracle::Engine engine(judged, engine_options);
+      oracle::Engine engine(sent, engine_options);
       absl::StatusOr<std::vector<Literal>> ours = engine.Run({inputs});
       if (!ours.ok()) {
         result.interpreter.detail = absl::StrCat("our interpreter: ", ours.status().message());
@@ -328,48 +328,75 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
         }
       }
     }
-    // XLA's sharded run on each device's shard of the same inputs (padding poisoned).
-    std::vector<std::vector<Literal>> arguments(params.size());
-    for (size_t i = 0; i < params.size(); ++i) {
-      for (int64_t d = 0; d < n; ++d) {
-        absl::StatusOr<Literal> shard = oracle::ShardOf(inputs[i], parameter_shardings[i], d);
-        if (!shard.ok()) return unknown(absl::StrCat("input shards: ", shard.status().message()));
-        arguments[i].push_back(*std::move(shard));
+    // XLA's sharded run on each device's shard of the same inputs; padding poisoned first, and
+    // zero-filled when that fails (to tell a wrong result from one that reads input padding).
+    // Returns an error text when the run cannot be judged; fills `check` otherwise.
+    auto run_sharded = [&](oracle::PaddingFill fill,
+                           ExecutionCheck& check) -> std::optional<std::string> {
+      std::vector<std::vector<Literal>> arguments(params.size());
+      for (size_t i = 0; i < params.size(); ++i) {
+        for (int64_t d = 0; d < n; ++d) {
+          absl::StatusOr<Literal> shard =
+              oracle::ShardOf(inputs[i], parameter_shardings[i], d, fill);
+          if (!shard.ok()) return absl::StrCat("input shards: ", shard.status().message());
+          arguments[i].push_back(*std::move(shard));
+        }
       }
-    }
-    absl::StatusOr<std::vector<std::vector<Literal>>> sharded = out.executable->Run(arguments);
-    if (!sharded.ok()) {
-      result.end_to_end.detail = absl::StrCat("XLA's sharded run: ", sharded.status().message());
-      return result;
-    }
-    if (sharded->size() != single->size()) {
-      return unknown(absl::StrCat("XLA's sharded run has ", sharded->size(), " outputs, ",
-                                  single->size(), " expected"));
+      absl::StatusOr<std::vector<std::vector<Literal>>> sharded = out.executable->Run(arguments);
+      if (!sharded.ok()) return absl::StrCat("XLA's sharded run: ", sharded.status().message());
+      if (sharded->size() != single->size()) {
+        return absl::StrCat("XLA's sharded run has ", sharded->size(), " outputs, ", single->size(),
+                            " expected");
+      }
+      for (int64_t d = 0; d < n; ++d) {
+        for (size_t l = 0; l < sharded->size(); ++l) {
+          if ((*sharded)[l].size() != static_cast<size_t>(n)) {
+            return std::string("XLA's sharded run returned a wrong number of device outputs");
+          }
+          absl::StatusOr<std::optional<oracle::ElementMismatch>> m =
+              oracle::CompareShard((*sharded)[l][d], (*single)[l], output_shardings[l], d,
+                                   ExecutionTolerance((*single)[l].shape().element_type()));
+          if (!m.ok()) return absl::StrCat("comparing outputs: ", m.status().message());
+          if (!m->has_value()) continue;
+          if (check.wrong_devices.empty()) {
+            (*m)->leaf = sharded->size() > 1 ? absl::StrCat("{", l, "}") : "";
+            check.device = d;
+            check.detail = absl::StrCat("device ", d, " ", MismatchText(**m),
+                                        " (expected = XLA on one device)");
+          }
+          check.wrong_devices.push_back(d);
+          break;
+        }
+      }
+      return std::nullopt;
+    };
+    ExecutionCheck poisoned;
+    if (std::optional<std::string> error = run_sharded(oracle::PaddingFill::kPoison, poisoned)) {
+      if (absl::StartsWith(*error, "XLA's sharded run")) {
+        result.end_to_end.detail = *error;
+        return result;
+      }
+      return unknown(*error);
     }
     result.end_to_end.trials_run = trial + 1;
-    for (int64_t d = 0; d < n; ++d) {
-      for (size_t l = 0; l < sharded->size(); ++l) {
-        if ((*sharded)[l].size() != static_cast<size_t>(n)) {
-          return unknown("XLA's sharded run returned a wrong number of device outputs");
-        }
-        absl::StatusOr<std::optional<oracle::ElementMismatch>> m =
-            oracle::CompareShard((*sharded)[l][d], (*single)[l], output_shardings[l], d,
-                                 ExecutionTolerance((*single)[l].shape().element_type()));
-        if (!m.ok()) return unknown(absl::StrCat("comparing outputs: ", m.status().message()));
-        if (!m->has_value()) continue;
-        if (result.end_to_end.wrong_devices.empty()) {
-          (*m)->leaf = sharded->size() > 1 ? absl::StrCat("{", l, "}") : "";
-          result.end_to_end.device = d;
-          result.end_to_end.detail =
-              absl::StrCat("device ", d, " ", MismatchText(**m), " (expected = XLA on one device)");
-        }
-        result.end_to_end.wrong_devices.push_back(d);
-        break;
-      }
-    }
-    if (!result.end_to_end.wrong_devices.empty()) {
-      result.end_to_end.verdict = Verdict::kFails;
+    if (!poisoned.wrong_devices.empty()) {
+      ExecutionCheck zeroed;
+      std::optional<std::string> error = run_sharded(oracle::PaddingFill::kZero, zeroed);
+      result.end_to_end.device = poisoned.device;
+      result.end_to_end.wrong_devices = poisoned.wrong_devices;
       result.end_to_end.trial = trial;
+      if (!error.has_value() && zeroed.wrong_devices.empty()) {
+        // Right with zero padding, wrong with garbage: XLA reads the padding of uneven inputs.
+        result.end_to_end.verdict = Verdict::kUnknown;
+        result.end_to_end.padding_dependent = true;
+        result.end_to_end.detail =
+            absl::StrCat(poisoned.detail,
+                         " only when the padding of uneven input shards holds garbage; with "
+                         "zero padding XLA's runs agree");
+        return result;
+      }
+      result.end_to_end.verdict = Verdict::kFails;
+      result.end_to_end.detail = poisoned.detail;
       return result;
     }
     result.end_to_end.verdict = Verdict::kHolds;
@@ -426,6 +453,8 @@ const char* FindingName(Finding finding) {
       return "oracle-disagrees";
     case Finding::kUnavailable:
       return "unavailable";
+    case Finding::kReadsInputPadding:
+      return "reads-input-padding";
   }
   return "";
 }
@@ -693,6 +722,16 @@ absl::StatusOr<CheckOutcome> CheckPartitioningImpl(const HloModule& global,
           "our oracle finds the module after spmd-partitioning correct: the difference comes "
           "from a later pass or the runtime, not from the partitioner");
     }
+    return outcome;
+  }
+  if (e2e.padding_dependent) {
+    outcome.status = CheckStatus::kUnsupported;
+    outcome.finding = Finding::kReadsInputPadding;
+    outcome.message = absl::StrCat(
+        "reads-input-padding: XLA's sharded executable differs from its single-device run (",
+        e2e.detail,
+        "): whether XLA may rely on the padding of uneven input shards is not a "
+        "contract spmdcheck knows, so this is no bug claim");
     return outcome;
   }
   if (interp.verdict == Verdict::kFails) {

@@ -63,6 +63,8 @@ enum class Finding {
   kOracleOnly,       // Only our oracle sees a difference.
   kOracleDisagrees,  // Our interpreter and XLA disagree on the global program.
   kUnavailable,      // The partitioner is not there (no jax...).
+  // XLA's sharded run is wrong only when the padding of uneven input shards holds garbage.
+  kReadsInputPadding,
 };
 const char* FindingName(Finding finding);
 
@@ -74,6 +76,7 @@ struct ExecutionCheck {
   std::vector<int64_t> wrong_devices;
   int64_t trial = -1;
   int64_t trials_run = 0;
+  bool padding_dependent = false;  // Fails with poisoned input padding, holds with zeros.
 };
 
 struct CheckOutcome {

@@ -307,10 +307,11 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   }
   absl::StatusOr<int64_t> partitions = args->GetInt("--num-partitions", 0);
   absl::StatusOr<int64_t> trials = args->GetInt("--trials", 2);
-  absl::StatusOr<int64_t> seed = args->GetInt("--seed", 1);
-  for (const auto* value : {&partitions, &trials, &seed}) {
+  absl::StatusOr<uint64_t> seed = args->GetUint64("--seed", 1);
+  for (const auto* value : {&partitions, &trials}) {
     if (!value->ok()) return BadInput(err, "check", value->status().message());
   }
+  if (!seed.ok()) return BadInput(err, "check", seed.status().message());
   if (*partitions < 0 || *partitions > 65536 || *trials < 1) {
     return BadInput(err, "check", "--num-partitions must be in [1, 65536] and --trials >= 1");
   }

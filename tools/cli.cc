@@ -72,6 +72,17 @@ absl::StatusOr<int64_t> Args::GetInt(absl::string_view flag, int64_t fallback) c
   return n;
 }
 
+absl::StatusOr<uint64_t> Args::GetUint64(absl::string_view flag, uint64_t fallback) const {
+  std::optional<std::string> value = Get(flag);
+  if (!value.has_value()) return fallback;
+  uint64_t n = 0;
+  if (value->empty() || (*value)[0] == '-' || !absl::SimpleAtoi(*value, &n)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " expects an integer in [0, 2^64), not '", *value, "'"));
+  }
+  return n;
+}
+
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   struct stat info;
   if (stat(path.c_str(), &info) != 0) {

@@ -35,6 +35,8 @@ class Args {
   std::optional<std::string> Get(absl::string_view flag) const;
   // The flag as an integer; error when malformed; `fallback` when absent.
   absl::StatusOr<int64_t> GetInt(absl::string_view flag, int64_t fallback) const;
+  // An unsigned 64-bit flag (seeds: the campaign's case seeds use all 64 bits).
+  absl::StatusOr<uint64_t> GetUint64(absl::string_view flag, uint64_t fallback) const;
 
  private:
   std::vector<std::string> positional_;

@@ -50,11 +50,12 @@ int RunEquiv(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   oracle::EquivOptions options;
   absl::StatusOr<int64_t> partitions = args->GetInt("--num-partitions", 0);
   absl::StatusOr<int64_t> trials = args->GetInt("--trials", 3);
-  absl::StatusOr<int64_t> seed = args->GetInt("--seed", 1);
+  absl::StatusOr<uint64_t> seed = args->GetUint64("--seed", 1);
   absl::StatusOr<int64_t> max_elements = args->GetInt("--max-elements", int64_t{1} << 28);
-  for (const auto* value : {&partitions, &trials, &seed, &max_elements}) {
+  for (const auto* value : {&partitions, &trials, &max_elements}) {
     if (!value->ok()) return BadInput(err, "equiv", value->status().message());
   }
+  if (!seed.ok()) return BadInput(err, "equiv", seed.status().message());
   if (*partitions < 0 || *partitions > 65536 || *trials < 1) {
     return BadInput(err, "equiv", "--num-partitions must be in [1, 65536] and --trials >= 1");
   }

@@ -15,17 +15,21 @@
 #include "fuzz/campaign.h"
 #include "partitioner/injected_bugs.h"
 #include "tools/cli.h"
+#include "tools/partitioner_flags.h"
 
 namespace spmdcheck::cli {
 namespace {
 
 constexpr char kFuzzHelp[] =
-    R"(usage: spmdcheck fuzz [--seconds T] [--cases K] [--seed S] [--max-devices N]
-                      [--inject-bug NAME] [--out DIR] [--jobs J] [--list-bugs]
+    R"(usage: spmdcheck fuzz [--partitioner SPEC[,SPEC...]] [--seconds T] [--cases K] [--seed S]
+                      [--max-devices N] [--inject-bug NAME] [--out DIR] [--jobs J] [--list-bugs]
 
 Generates sharded programs (seeded; case i of seed S is always the same program), partitions
-each with the reference partitioner and checks it with the oracle. Each new failure signature
-is reduced and written as DIR/<signature>.hlo with a header saying how to reproduce it.
+each with every partitioner under test (default: reference; xla and shardy run XLA's, one XLA
+worker per job) and checks it as `spmdcheck check` does. Each new failure signature is reduced
+and written as DIR/<signature>.hlo with a header saying how to reproduce it. For XLA only
+miscompiles confirmed by XLA's own execution, crashes and rejections are failures; what only
+our oracle sees is listed "to investigate".
   --seconds T        stop after T seconds (default 60)
   --cases K          stop after K cases (default: no limit)
   --seed S           campaign seed (default 1), printed in the summary and every repro
@@ -74,12 +78,13 @@ class StopSignals {
 }  // namespace
 
 int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(
-      argv, {"--seconds", "--cases", "--seed", "--max-devices", "--inject-bug", "--out", "--jobs"},
-      {"--list-bugs", "--help"});
+  std::set<std::string> value_flags = {"--seconds",     "--cases", "--seed",
+                                       "--max-devices", "--out",   "--jobs"};
+  value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
+  absl::StatusOr<Args> args = Args::Parse(argv, value_flags, {"--list-bugs", "--help"});
   if (!args.ok()) return BadInput(err, "fuzz", args.status().message());
   if (args->Has("--help")) {
-    out << kFuzzHelp;
+    out << kFuzzHelp << kPartitionerFlagsHelp;
     return kExitHolds;
   }
   if (args->Has("--list-bugs")) {
@@ -94,18 +99,30 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   }
   absl::StatusOr<int64_t> seconds = args->GetInt("--seconds", args->Has("--cases") ? 0 : 60);
   absl::StatusOr<int64_t> cases = args->GetInt("--cases", 0);
-  absl::StatusOr<int64_t> seed = args->GetInt("--seed", 1);
+  absl::StatusOr<uint64_t> seed = args->GetUint64("--seed", 1);
   absl::StatusOr<int64_t> devices = args->GetInt("--max-devices", 8);
   absl::StatusOr<int64_t> jobs = args->GetInt("--jobs", 1);
-  for (const auto* value : {&seconds, &cases, &seed, &devices, &jobs}) {
+  for (const auto* value : {&seconds, &cases, &devices, &jobs}) {
     if (!value->ok()) return BadInput(err, "fuzz", value->status().message());
   }
+  if (!seed.ok()) return BadInput(err, "fuzz", seed.status().message());
   if (*seconds < 0 || *cases < 0 || *devices < 1 || *devices > 512 || *jobs < 1 || *jobs > 256) {
     return BadInput(
         err, "fuzz",
         "--seconds/--cases must be >= 0, --max-devices in [1, 512], --jobs in [1, 256]");
   }
+  absl::StatusOr<PartitionerChoice> choice = PartitionerChoiceFromArgs(*args);
+  if (!choice.ok()) return BadInput(err, "fuzz", choice.status().message());
   fuzz::CampaignOptions options;
+  options.partitioners = choice->specs;
+  options.target = choice->options;
+  // PartitionerChoice's flags include --inject-bug; the campaign prints that one itself.
+  options.reproduce_flags = choice->reproduce_flags;
+  if (!choice->options.inject_bug.empty()) {
+    const std::string bug_flag = " --inject-bug " + choice->options.inject_bug;
+    const size_t at = options.reproduce_flags.find(bug_flag);
+    if (at != std::string::npos) options.reproduce_flags.erase(at, bug_flag.size());
+  }
   options.seconds = static_cast<double>(*seconds);
   options.cases = *cases;
   options.seed = static_cast<uint64_t>(*seed);
@@ -116,7 +133,8 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   options.cancel = &interrupted;
   const bool tty = isatty(fileno(stderr)) != 0;
   double last_log = 0;
-  out << "spmdcheck fuzz: seed " << options.seed << ", max devices " << options.max_devices
+  out << "spmdcheck fuzz: partitioners " << options.partitioners << ", seed " << options.seed
+      << ", max devices " << options.max_devices
       << (options.inject_bug.empty() ? "" : ", injected bug " + options.inject_bug) << ", "
       << options.jobs << " job(s)\n";
   out.flush();
@@ -136,14 +154,22 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   if (tty) err << "\n";
   if (!report.ok()) return BadInput(err, "fuzz", report.status().message());
   out << report->ToString();
-  out << "reproduce: spmdcheck fuzz --seed " << options.seed << " --max-devices "
+  out << "reproduce: spmdcheck fuzz"
+      << (options.partitioners == "reference" ? "" : " --partitioner " + options.partitioners)
+      << options.reproduce_flags << " --seed " << options.seed << " --max-devices "
       << options.max_devices
       << (options.inject_bug.empty() ? "" : " --inject-bug " + options.inject_bug)
       << (options.cases > 0 ? absl::StrCat(" --cases ", options.cases)
                             : absl::StrCat(" --seconds ", *seconds))
       << "\n";
-  if (!report->failures.empty()) return kExitFails;
-  return report->stopped ? kExitUnknown : kExitHolds;
+  for (const fuzz::CampaignFailure& f : report->failures) {
+    if (f.claim) return kExitFails;
+  }
+  if (!report->unavailable.empty()) {
+    err << "spmdcheck fuzz: unknown: " << report->unavailable << "\n";
+    return kExitUnknown;
+  }
+  return report->stopped || !report->failures.empty() ? kExitUnknown : kExitHolds;
 }
 
 }  // namespace spmdcheck::cli

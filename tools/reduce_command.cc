@@ -125,12 +125,13 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
   }
   absl::StatusOr<int64_t> partitions = args->GetInt("--num-partitions", 0);
   absl::StatusOr<int64_t> trials = args->GetInt("--trials", 2);
-  absl::StatusOr<int64_t> seed = args->GetInt("--seed", 1);
+  absl::StatusOr<uint64_t> seed = args->GetUint64("--seed", 1);
   absl::StatusOr<int64_t> max_calls = args->GetInt("--max-calls", 20000);
   absl::StatusOr<int64_t> max_seconds = args->GetInt("--max-seconds", 0);
-  for (const auto* value : {&partitions, &trials, &seed, &max_calls, &max_seconds}) {
+  for (const auto* value : {&partitions, &trials, &max_calls, &max_seconds}) {
     if (!value->ok()) return BadInput(err, "reduce", value->status().message());
   }
+  if (!seed.ok()) return BadInput(err, "reduce", seed.status().message());
   if (*partitions < 0 || *partitions > 65536 || *trials < 1 || *max_calls < 1 || *max_seconds < 0) {
     return BadInput(err, "reduce",
                     "--num-partitions must be in [1, 65536], --trials and "

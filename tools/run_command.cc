@@ -45,11 +45,12 @@ int RunRun(const std::vector<std::string>& argv, std::ostream& out, std::ostream
   if (!module.ok()) return BadInput(err, "run", module.status().message());
   absl::StatusOr<int64_t> partitions =
       args->GetInt("--num-partitions", (*module)->num_partitions());
-  absl::StatusOr<int64_t> seed = args->GetInt("--seed", 1);
+  absl::StatusOr<uint64_t> seed = args->GetUint64("--seed", 1);
   absl::StatusOr<int64_t> max_elements = args->GetInt("--max-elements", int64_t{1} << 28);
-  for (const auto* value : {&partitions, &seed, &max_elements}) {
+  for (const auto* value : {&partitions, &max_elements}) {
     if (!value->ok()) return BadInput(err, "run", value->status().message());
   }
+  if (!seed.ok()) return BadInput(err, "run", seed.status().message());
   if (*partitions < 1 || *partitions > 65536) {
     return BadInput(err, "run", "--num-partitions must be in [1, 65536]");
   }

@@ -13,11 +13,13 @@ still carries GSPMD attributes, and the pass that would import them
 * each sharding becomes, per tensor dim, the list of mesh axes of its digits, major first;
   replicated (last_tile_dim_replicate) digits are simply not named; `{maximal device=D}`
   becomes a mesh `maximal_D` with no axes and device_ids=[D];
-* `custom_call @Sharding` becomes `sdy.sharding_constraint`.
+* `custom_call @Sharding` becomes `sdy.sharding_constraint`;
+* explicit device orders (V1 lists) are read as digits too when they are a transposed iota; when
+  they are not, the mesh takes the first such order as its `device_ids` and every sharding must
+  be a transposed iota of positions in that order.
 
-What is not importable raises `Unsupported`, with the reason: explicit device orders that are no
-iota (Shardy's own import CHECK-fails on them), manual shardings and manual regions, shardings
-whose digits admit no common mesh.
+What is not importable raises `Unsupported`, with the reason: device orders no mesh expresses,
+manual shardings and manual regions, shardings whose digits admit no common mesh.
 """
 
 from __future__ import annotations
@@ -41,7 +43,11 @@ class ParsedSharding:
   device: int = 0  # for maximal
   num_devices: int = 1
   # For tiled: per tensor dim, its digits (major first). Replicated tile dims are dropped.
-  dims: List[List[Digit]] = dataclasses.field(default_factory=list)
+  # None when the device order is no iota (then `devices` is used against the mesh's order).
+  dims: Optional[List[List[Digit]]] = dataclasses.field(default_factory=list)
+  tile_dims: List[int] = dataclasses.field(default_factory=list)
+  devices: List[int] = dataclasses.field(default_factory=list)  # Row-major over tile_dims.
+  rank: int = 0
 
 
 def _op_sharding_type(proto) -> str:
@@ -77,21 +83,60 @@ def _split_digits(reshape_dims: Sequence[int], perm: Sequence[int],
   return out
 
 
+def detect_digits(dims: Sequence[int], values: Sequence[int]) -> Optional[List[List[Digit]]]:
+  """Digits (value stride, size) of each dim, major first, when `values` (row-major over dims,
+  a permutation of 0..N-1) is a transposed iota; None otherwise."""
+  n = len(values)
+  if n == 0 or values[0] != 0:
+    return None
+  position_strides = [math.prod(dims[k + 1:]) for k in range(len(dims))]
+  out: List[List[Digit]] = []
+  for k, size in enumerate(dims):
+    digits: List[Digit] = []
+    covered = 1
+    while covered < size:
+      base = position_strides[k] * covered
+      step = values[base]
+      if step <= 0:
+        return None
+      run = 1
+      for r in range(size // covered, 1, -1):
+        if (size // covered) % r == 0 and all(values[j * base] == j * step for j in range(r)):
+          run = r
+          break
+      if run == 1:
+        return None
+      digits.append((step, run))
+      covered *= run
+    out.append(list(reversed(digits)))
+  # Every position must be what the digits say.
+  for linear in range(n):
+    expected = 0
+    for k, size in enumerate(dims):
+      index = (linear // position_strides[k]) % size
+      for stride, digit_size in reversed(out[k]):  # minor first
+        expected += (index % digit_size) * stride
+        index //= digit_size
+    if values[linear] != expected:
+      return None
+  return out
+
+
 def parse_sharding(text: str, xc) -> List[ParsedSharding]:
   """The sharding string as a list (one entry per tuple element; one for non-tuples)."""
   try:
     proto = xc.HloSharding.from_string(text).to_proto()
   except Exception as e:  # XLA's parser reports malformed text as a generic error.
     raise Unsupported(f"unreadable sharding {text!r}: {e}") from None
-  return _flatten_proto(proto, text)
+  return _flatten_proto(proto, text, xc)
 
 
-def _flatten_proto(proto, text: str) -> List[ParsedSharding]:
+def _flatten_proto(proto, text: str, xc) -> List[ParsedSharding]:
   kind = _op_sharding_type(proto)
   if kind == "TUPLE":
     out: List[ParsedSharding] = []
     for element in proto.tuple_shardings:
-      out.extend(_flatten_proto(element, text))
+      out.extend(_flatten_proto(element, text, xc))
     return out
   if kind == "REPLICATED":
     return [ParsedSharding("replicated")]
@@ -107,29 +152,31 @@ def _flatten_proto(proto, text: str) -> List[ParsedSharding]:
     raise Unsupported(f"subgroup types {last_types} in {text!r} are not imported into Shardy")
   trailing = len(last_types) + (1 if proto.replicate_on_last_tile_dim else 0)
   rank = len(tile_dims) - trailing
+  devices = [int(d) for d in xc.HloSharding.from_proto(proto).tile_assignment_devices()]
   if proto.iota_reshape_dims:
     reshape_dims = list(proto.iota_reshape_dims)
     perm = list(proto.iota_transpose_perm) or list(range(len(reshape_dims)))
+    digits = _split_digits(reshape_dims, perm, tile_dims)
   else:
-    devices = list(proto.tile_assignment_devices)
-    if devices != list(range(len(devices))):
-      raise Unsupported(
-          f"the device order of {text!r} is no reshaped/transposed iota; Shardy meshes "
-          "cannot express it")
-    reshape_dims, perm = [len(devices)], [0]
-  digits = _split_digits(reshape_dims, perm, tile_dims)
+    digits = detect_digits(tile_dims, devices)
   return [
-      ParsedSharding("tiled", num_devices=math.prod(tile_dims), dims=digits[:rank])
+      ParsedSharding("tiled", num_devices=math.prod(tile_dims),
+                     dims=digits[:rank] if digits is not None else None, tile_dims=tile_dims,
+                     devices=devices, rank=rank)
   ]
 
 
 @dataclasses.dataclass
 class Mesh:
-  """Axes major first: (name, size, stride)."""
+  """Axes major first: (name, size, stride); `device_ids` when the order is no plain iota."""
   axes: List[Tuple[str, int, int]]
+  device_ids: Optional[List[int]] = None
 
   def attr_text(self) -> str:
-    return "<[" + ", ".join(f'"{n}"={s}' for n, s, _ in self.axes) + "]>"
+    text = "<[" + ", ".join(f'"{n}"={s}' for n, s, _ in self.axes) + "]"
+    if self.device_ids is not None:
+      text += ", device_ids=[" + ", ".join(map(str, self.device_ids)) + "]"
+    return text + ">"
 
   def axes_of(self, digit: Digit) -> List[str]:
     stride, size = digit
@@ -140,6 +187,22 @@ class Mesh:
 
 
 def common_mesh(shardings: Sequence[ParsedSharding], num_devices: int) -> Mesh:
+  tiled = [s for s in shardings if s.kind == "tiled"]
+  device_ids = None
+  if any(s.dims is None for s in tiled):
+    # No iota: the mesh's device order is the first such sharding's, and every sharding must be
+    # a transposed iota of positions in that order.
+    order = next(s for s in tiled if s.dims is None).devices
+    if sorted(order) != list(range(num_devices)):
+      raise Unsupported("a device order that does not cover every device once")
+    position = {d: i for i, d in enumerate(order)}
+    for s in tiled:
+      digits = detect_digits(s.tile_dims, [position[d] for d in s.devices])
+      if digits is None:
+        raise Unsupported(
+            f"device orders {order} and {s.devices} are not both transposed iotas of one mesh")
+      s.dims = digits[:s.rank]
+    device_ids = order
   bounds = {1, num_devices}
   for s in shardings:
     if s.kind != "tiled":
@@ -157,7 +220,7 @@ def common_mesh(shardings: Sequence[ParsedSharding], num_devices: int) -> Mesh:
           f"the shardings' device-id digits (boundaries {ordered}) admit no common mesh")
   axes = [(b // a, a) for a, b in zip(ordered, ordered[1:])]
   axes.reverse()  # major first
-  return Mesh([(f"x{i}", size, stride) for i, (size, stride) in enumerate(axes)])
+  return Mesh([(f"x{i}", size, stride) for i, (size, stride) in enumerate(axes)], device_ids)
 
 
 def tensor_sharding_text(s: ParsedSharding, mesh: Mesh, rank: int) -> str:

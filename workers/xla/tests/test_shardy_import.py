@@ -118,3 +118,20 @@ def test_axes_denote_xlas_device_order(case):
       xla.append(int(devices[tuple(index)]))
     base = int(devices[tuple([0] * devices.ndim)])
     assert [base + i for i in along[d]] == xla, (text, d)
+
+
+def test_explicit_orders():
+  # A transposed iota written as a list is plain digits.
+  parsed = parse_sharding("{devices=[2,2]0,2,1,3}", xc)[0]
+  mesh = common_mesh([parsed], 4)
+  assert mesh.device_ids is None
+  assert tensor_sharding_text(parsed, mesh, 2) == '<@mesh, [{"x1"}, {"x0"}]>'
+  # A reversed order: the mesh takes it as its device_ids.
+  parsed = parse_sharding("{devices=[2]1,0}", xc)[0]
+  mesh = common_mesh([parsed], 2)
+  assert mesh.attr_text() == '<["x0"=2], device_ids=[1, 0]>'
+  assert tensor_sharding_text(parsed, mesh, 1) == '<@mesh, [{"x0"}]>'
+  # Another sharding over the same order is read in positions of it.
+  other = parse_sharding("{devices=[1,2]1,0}", xc)[0]
+  mesh = common_mesh([parse_sharding("{devices=[2]1,0}", xc)[0], other], 2)
+  assert tensor_sharding_text(other, mesh, 2) == '<@mesh, [{}, {"x0"}]>'

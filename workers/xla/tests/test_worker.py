@@ -88,11 +88,40 @@ def test_xla_rejection_carries_xlas_message(worker):
 
 
 def test_shardy_refuses_what_it_cannot_express(worker):
-  explicit = MATMUL.replace("sharding={devices=[8,1]<=[8]}",
-                            "sharding={devices=[8,1]0,2,4,6,1,3,5,7}")
-  r = worker.call("compile", {"hlo": explicit, "num_partitions": 8, "partitioner": "shardy"})
-  assert r["error"]["kind"] == "unsupported"
+  # Two explicit orders that are no transposed iotas of one mesh.
+  clash = MATMUL.replace("sharding={devices=[8,1]<=[8]}",
+                         "sharding={devices=[8,1]0,1,2,3,4,5,7,6}").replace(
+                             "p1 = f32[16,4] parameter(1), sharding={replicated}",
+                             "p1 = f32[16,4] parameter(1), sharding={devices=[1,8]7,6,5,4,3,2,1,0}")
+  r = worker.call("compile", {"hlo": clash, "num_partitions": 8, "partitioner": "shardy"})
+  assert r["error"]["kind"] == "unsupported", r
   assert "iota" in r["error"]["message"]
+
+
+@pytest.mark.parametrize("order,mesh", [
+    ("0,2,4,6,1,3,5,7", '<["x0"=4, "x1"=2]>'),  # a transposed iota: plain axes
+    ("1,0,3,2,5,4,7,6", '<["x0"=8], device_ids=[1, 0, 3, 2, 5, 4, 7, 6]>'),  # no iota
+])
+def test_shardy_imports_explicit_device_orders(worker, order, mesh):
+  explicit = MATMUL.replace("sharding={devices=[8,1]<=[8]}", "sharding={devices=[8,1]" + order + "}")
+  explicit = explicit.replace("sharding={devices=[4,1,2]<=[8] last_tile_dim_replicate}",
+                              "sharding={replicated}")
+  r = worker.call("compile", {"hlo": explicit, "num_partitions": 8, "partitioner": "shardy"})
+  assert "result" in r, r
+  assert r["result"]["shardy_import"]["mesh"] == mesh
+  assert r["result"]["modules"]["shardy"] is not None
+  # Device d holds row `order.index(d)` of p0.
+  devices = [int(x) for x in order.split(",")]
+  x = np.arange(8 * 16, dtype=np.float32).reshape(8, 16)
+  w = np.ones((16, 4), np.float32)
+  args = [[encode(x[devices.index(d):devices.index(d) + 1]) for d in range(8)], [encode(w)] * 8]
+  out = worker.call("execute", {"handle": r["result"]["handle"], "arguments": args})
+  assert "result" in out, out
+  expected = x @ w
+  sharding = r["result"]["output_shardings"][0]
+  if sharding == "{replicated}":
+    for value in out["result"]["outputs"][0]:
+      np.testing.assert_array_equal(decode(value), expected)
 
 
 def test_protocol_errors_are_answers_not_crashes(worker):
