@@ -31,6 +31,12 @@ const HloSharding& ShardingOr(const HloInstruction* a, const HloInstruction* b) 
 bool HasDeviceDependentOps(const HloModule& module) {
   for (const auto& computation : module.computations()) {
     for (const auto& instruction : computation->instructions()) {
+      // A sharding annotation (`Sharding`, Shardy's `xla.sdy.FuncResultSharding`) is the
+      // identity: it makes no program device-dependent.
+      if (instruction->opcode() == HloOpcode::kCustomCall &&
+          IsShardingAnnotationTarget(instruction->attrs().custom_call_target.value_or(""))) {
+        continue;
+      }
       if (IsCollective(instruction->opcode()) || IsDeviceDependent(instruction->opcode())) {
         return true;
       }
