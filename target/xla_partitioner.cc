@@ -251,6 +251,29 @@ absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& globa
   return output;
 }
 
+absl::StatusOr<std::string> XlaPartitioner::StableHloText(const HloModule& global,
+                                                          int64_t num_partitions) {
+  nlohmann::json params = {{"hlo", PrintModule(global)},
+                           {"num_partitions", num_partitions},
+                           {"partitioner", shardy_ ? "shardy" : "gspmd"}};
+  absl::StatusOr<WorkerAnswer> answer =
+      worker_->Call("stablehlo", params, timeout_seconds_, num_partitions);
+  if (!answer.ok()) {
+    if (absl::IsUnavailable(answer.status())) {
+      return absl::UnavailableError(
+          absl::StrCat("XLA is not available: ", answer.status().message()));
+    }
+    return answer.status();
+  }
+  if (!answer->ok()) {
+    return absl::UnknownError(absl::StrCat("the XLA worker could not convert the module (",
+                                           answer->error_kind, "): ", answer->error_message));
+  }
+  const std::string text = StringOr(answer->result, "mlir");
+  if (text.empty()) return absl::DataLossError("the XLA worker returned no StableHLO text");
+  return text;
+}
+
 absl::StatusOr<std::vector<Literal>> XlaPartitioner::RunGlobal(
     const HloModule& global, const std::vector<Literal>& arguments) {
   nlohmann::json params = {{"hlo", PrintModule(global)},

@@ -26,6 +26,12 @@ class XlaPartitioner : public PartitionerUnderTest {
   absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
                                                  const std::vector<Literal>& arguments) override;
   bool InvalidOutputIsItsFault() const override { return false; }
+  // The StableHLO text XLA compiles for `global` (Shardy: with its shardings imported as sdy
+  // shardings), for standalone repros.
+  absl::StatusOr<std::string> StableHloText(const HloModule& global, int64_t num_partitions);
+  bool shardy() const { return shardy_; }
+  // "jax 0.10.2, jaxlib 0.10.2" once the worker started.
+  std::string versions() const { return worker_->versions(); }
 
  private:
   std::string spec_;

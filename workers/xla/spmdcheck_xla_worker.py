@@ -290,6 +290,33 @@ class Worker:
   def release(self, params: Dict[str, Any]) -> Dict[str, Any]:
     return {"released": self.handles.pop(params.get("handle"), None) is not None}
 
+  def stablehlo(self, params: Dict[str, Any]) -> Dict[str, Any]:
+    """The StableHLO module XLA would compile for `hlo` (Shardy: with the module's shardings
+    imported as sdy shardings), as text: what standalone repros compile."""
+    hlo = params.get("hlo")
+    num_partitions = params.get("num_partitions")
+    partitioner = params.get("partitioner", "gspmd")
+    if not isinstance(hlo, str) or not isinstance(num_partitions, int) or num_partitions < 1:
+      raise RequestError("protocol", "stablehlo needs 'hlo' (text) and 'num_partitions' >= 1")
+    if partitioner not in ("gspmd", "shardy"):
+      raise RequestError("protocol", f"unknown partitioner {partitioner!r}")
+    bytecode = self.to_stablehlo(hlo)
+    result: Dict[str, Any] = {"partitioner": partitioner}
+    with self.mlir.make_ir_context():
+      try:
+        module = self.mlir.ir.Module.parse(bytecode)
+      except Exception as e:
+        raise RequestError("rejected", f"StableHLO verifier: {e}") from None
+      if partitioner == "shardy":
+        from shardy_import import Unsupported, import_shardings
+        try:
+          result["shardy_import"] = import_shardings(module, self.mlir.ir, num_partitions,
+                                                      self.xc)
+        except Unsupported as e:
+          raise RequestError("unsupported", f"Shardy import: {e}") from None
+      result["mlir"] = module.operation.get_asm(enable_debug_info=False)
+    return result
+
   def info(self, _params: Dict[str, Any]) -> Dict[str, Any]:
     return dict(self.versions, devices=len(self.devices), handles=len(self.handles))
 
@@ -332,6 +359,7 @@ def serve(args) -> int:
       "compile": worker.compile,
       "execute": worker.execute,
       "release": worker.release,
+      "stablehlo": worker.stablehlo,
       "info": worker.info,
   }
   saved_stderr = os.dup(2)
