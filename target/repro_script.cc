@@ -42,7 +42,7 @@ std::string PythonList(const std::vector<std::string>& items) {
 
 // The jax version workers/xla/requirements.txt pins, or "unknown".
 std::string PinnedJaxVersion() {
-  std::ifstream in(std::string(SPMDCHECK_SOURCE_DIR) + "/workers/xla/requirements.txt");
+  std::ifstream in(SpmdcheckSourceDir() + "/workers/xla/requirements.txt");
   std::string line;
   while (std::getline(in, line)) {
     absl::string_view view = absl::StripAsciiWhitespace(line);

@@ -25,6 +25,9 @@ from jax._src import xla_bridge  # noqa: E402
 from jax._src.lib import xla_client as xc  # noqa: E402
 from jax._src.sharding_impls import GSPMDSharding  # noqa: E402
 
+# 64-bit inputs stay 64-bit (jax would pass s64/u64/f64 arrays as 32-bit buffers).
+jax.config.update("jax_enable_x64", True)
+
 DTYPES = {
     "pred": np.bool_, "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
     "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,

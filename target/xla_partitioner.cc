@@ -142,11 +142,18 @@ absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& globa
   nlohmann::json params = {{"hlo", text},
                            {"num_partitions", num_partitions},
                            {"partitioner", shardy_ ? "shardy" : "gspmd"},
-                           {"dumps", true}};
+                           {"dumps", true},
+                           {"dump_passes", dump_passes_}};
   absl::StatusOr<WorkerAnswer> answer =
       worker_->Call("compile", params, timeout_seconds_, num_partitions);
   if (!answer.ok()) return FromCallError(answer.status());
   PartitionOutput output;
+  if (answer->ok() && answer->result.contains("pass_dumps") &&
+      answer->result["pass_dumps"].is_array()) {
+    for (const auto& dump : answer->result["pass_dumps"]) {
+      output.pass_dumps.push_back({StringOr(dump, "file"), StringOr(dump, "text")});
+    }
+  }
   output.report.name = shardy_ ? "shardy" : "xla (GSPMD)";
   output.report.version = worker_->versions();
   output.report.warnings = answer->log;

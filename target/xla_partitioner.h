@@ -30,6 +30,8 @@ class XlaPartitioner : public PartitionerUnderTest {
   // shardings), for standalone repros.
   absl::StatusOr<std::string> StableHloText(const HloModule& global, int64_t num_partitions);
   bool shardy() const { return shardy_; }
+  // Dump every pass's output into PartitionOutput::pass_dumps (slower: for pass bisection).
+  void set_dump_passes(bool on) { dump_passes_ = on; }
   // "jax 0.10.2, jaxlib 0.10.2" once the worker started.
   std::string versions() const { return worker_->versions(); }
 
@@ -38,6 +40,7 @@ class XlaPartitioner : public PartitionerUnderTest {
   bool shardy_;
   std::shared_ptr<XlaWorker> worker_;
   double timeout_seconds_;
+  bool dump_passes_ = false;
 };
 
 }  // namespace spmdcheck::target
