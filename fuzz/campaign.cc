@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -163,6 +164,24 @@ std::string CampaignReport::ToString() const {
     for (const VersionCheck& v : f.versions) {
       absl::StrAppend(&out, "    ", v.versions.empty() ? v.venv : v.versions, ": ", v.verdict,
                       "\n");
+    }
+  }
+  if (!failures.empty()) {
+    // The findings table: what a reader scans first.
+    size_t width = 9;
+    for (const CampaignFailure& f : failures) width = std::max(width, f.signature.size());
+    absl::StrAppendFormat(&out, "findings:\n  %-*s %6s  %-20s %-36s %s\n", width, "signature",
+                          "cases", "kind", "known or new", "repro");
+    for (const CampaignFailure& f : failures) {
+      const std::string kind = absl::StrContains(f.signature, ".wasteful.") ? "wasteful (correct)"
+                               : absl::StrContains(f.signature, ".miscompile.") ? "confirmed by XLA"
+                               : f.claim                                        ? "bug claim"
+                                                                                : "to investigate";
+      const std::string known = f.known_as.empty() ? "new" : "known: " + f.known_as;
+      const std::string repro = !f.known_as.empty() ? "corpus/xla-findings/" + f.known_as
+                                                    : (f.path.empty() ? "-" : f.path + "/");
+      absl::StrAppendFormat(&out, "  %-*s %6d  %-20s %-36s %s\n", width, f.signature, f.count, kind,
+                            known, repro);
     }
   }
   if (!unsupported_reasons.empty()) {

@@ -148,8 +148,11 @@ std::string OpName(const HloInstruction& instruction) {
 }
 
 // Claims for the oracle's localisation from XLA's metadata: the last partitioned instruction
-// made from global instruction X (same op_name, same opcode) holds X's value under the sharding
-// XLA propagated to X. Only instructions whose shape is that sharding's tile shape qualify.
+// made from global instruction X (same op_name) whose shape is the tile shape of the sharding
+// XLA propagated to X holds X's value under that sharding. Any opcode: XLA's handler for X
+// often ends in another op (the all-reduce of a reduce's or a dot's partial results, the
+// dynamic-slice that cuts a padded window), and the op of X's own opcode before it holds a
+// partial value, which used to be named as the first divergence.
 std::map<std::string, oracle::EquivOptions::HeldValue> ClaimsFromMetadata(
     const HloModule& judged, const HloModule* propagated, const HloModule& partitioned) {
   std::map<std::string, oracle::EquivOptions::HeldValue> claims;
@@ -175,7 +178,7 @@ std::map<std::string, oracle::EquivOptions::HeldValue> ClaimsFromMetadata(
   for (const auto& i : partitioned.entry()->instructions()) {
     const std::string op_name = OpName(*i);
     auto it = by_op_name.find(op_name);
-    if (it == by_op_name.end() || i->opcode() != it->second.opcode) continue;
+    if (it == by_op_name.end()) continue;
     const HloSharding& sharding = it->second.sharding;
     if (!sharding.IsReplicated() && !sharding.IsTiled()) continue;
     const Shape tile = sharding.IsTiled() ? sharding.TileShape(it->second.shape) : it->second.shape;

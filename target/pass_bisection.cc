@@ -1,5 +1,6 @@
 #include "target/pass_bisection.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -14,16 +15,27 @@ namespace spmdcheck::target {
 
 std::pair<std::string, std::string> PipelineAndPass(const std::string& file) {
   if (absl::EndsWith(file, "after_optimizations.txt")) return {"(end)", "after_optimizations"};
-  const size_t after = file.find(".after_");
-  if (after == std::string::npos) return {"", file};
-  const size_t pipeline_start = file.rfind('.', after - 1);
-  std::string pipeline = pipeline_start == std::string::npos
-                             ? ""
-                             : file.substr(pipeline_start + 1, after - pipeline_start - 1);
-  size_t pass_end = file.find(".before_", after);
-  if (pass_end == std::string::npos) pass_end = file.rfind(".txt");
-  std::string pass = file.substr(after + 7, pass_end - after - 7);
-  return {pipeline, pass};
+  // module_0002.NAME.0012.PIPELINE.after_PASS.before_NEXT.txt: the pipeline is the token after
+  // the 4-digit sequence number (pipelines may be named after_..., names may hold dots).
+  for (size_t at = file.find('.'); at != std::string::npos; at = file.find('.', at + 1)) {
+    if (at + 6 > file.size() || file[at + 5] != '.' ||
+        !std::all_of(file.begin() + static_cast<std::ptrdiff_t>(at) + 1,
+                     file.begin() + static_cast<std::ptrdiff_t>(at) + 5,
+                     [](char c) { return c >= '0' && c <= '9'; })) {
+      continue;
+    }
+    const size_t pipeline_start = at + 6;
+    const size_t pipeline_end = file.find('.', pipeline_start);
+    if (pipeline_end == std::string::npos) break;
+    std::string pipeline = file.substr(pipeline_start, pipeline_end - pipeline_start);
+    std::string rest = file.substr(pipeline_end + 1);
+    if (absl::EndsWith(rest, ".txt")) rest.resize(rest.size() - 4);
+    if (absl::StartsWith(rest, "after_")) rest = rest.substr(6);
+    const size_t before = rest.find(".before_");
+    if (before != std::string::npos) rest.resize(before);
+    return {pipeline, rest};
+  }
+  return {"", file};
 }
 
 std::string PassBisection::Summary() const {

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -109,6 +110,57 @@ TEST(Campaign, AFailedReproWriteIsAnError) {
   ASSERT_FALSE(failed.ok());
   EXPECT_THAT(std::string(failed.status().message()), HasSubstr("cannot write the repro"));
   EXPECT_THAT(std::string(failed.status().message()), HasSubstr(signature));
+  std::filesystem::remove_all(options.out_dir);
+}
+
+// A known signature is counted and listed as known, not reduced or written; the others are new.
+TEST(Campaign, KnownFindingsAreCountedNotWrittenAgain) {
+  CampaignOptions options;
+  options.seconds = 0;
+  options.cases = 60;
+  options.seed = 3;
+  options.inject_bug = "dot-padding-unmasked";
+  options.out_dir = TempDir("known");
+  const std::string known = options.out_dir + "/known.json";
+  {
+    std::ofstream file(known);
+    file << R"({"findings": [{"name": "padded-dot", "signatures": ["wrong-result.dot"],
+                 "jax_versions": [], "status": "open", "upstream": "none"}]})";
+  }
+  options.known_findings = known;
+  absl::StatusOr<CampaignReport> report = RunCampaign(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  bool saw_known = false;
+  for (const CampaignFailure& f : report->failures) {
+    if (f.signature == "wrong-result.dot") {
+      saw_known = true;
+      EXPECT_EQ(f.known_as, "padded-dot");
+      EXPECT_TRUE(f.path.empty());
+      EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(options.out_dir) / f.signature));
+    } else {
+      EXPECT_TRUE(f.known_as.empty());
+      EXPECT_TRUE(std::filesystem::exists(std::filesystem::path(f.path) / "module.hlo"));
+    }
+  }
+  EXPECT_TRUE(saw_known) << report->ToString();
+  EXPECT_THAT(report->ToString(), HasSubstr("(known: padded-dot)"));
+  const nlohmann::json summary = report->ToJson(options);
+  EXPECT_EQ(summary["cases"], 60);
+  ASSERT_FALSE(summary["findings"].empty());
+  EXPECT_EQ(summary["findings"][0]["known_as"], "padded-dot");
+  EXPECT_EQ(summary["findings"][0]["new"], false);
+  std::filesystem::remove_all(options.out_dir);
+}
+
+TEST(Campaign, AMalformedKnownFindingsFileIsAnError) {
+  CampaignOptions options;
+  options.cases = 1;
+  options.out_dir = TempDir("badknown");
+  options.known_findings = options.out_dir + "/known.json";
+  { std::ofstream(options.known_findings) << "[1, 2"; }
+  absl::StatusOr<CampaignReport> report = RunCampaign(options);
+  ASSERT_FALSE(report.ok());
+  EXPECT_THAT(std::string(report.status().message()), HasSubstr("not a known-findings file"));
   std::filesystem::remove_all(options.out_dir);
 }
 

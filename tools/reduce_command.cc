@@ -21,6 +21,7 @@
 #include "oracle/equivalence.h"
 #include "target/check_pipeline.h"
 #include "target/process.h"
+#include "target/signature.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
 #include "tools/partitioner_flags.h"
@@ -29,16 +30,18 @@ namespace spmdcheck::cli {
 namespace {
 
 constexpr char kReduceHelp[] =
-    R"(usage: spmdcheck reduce FILE (--until fails|crash|unsupported | --until-cmd CMD) -o OUT
+    R"(usage: spmdcheck reduce FILE (--until same|fails|crash|unsupported | --until-cmd CMD) -o OUT
                         [--num-partitions N] [--trials K] [--seed S] [--inject-bug NAME]
                         [--match TEXT] [--max-calls M] [--max-seconds T] [--verbose]
 
 Shrinks FILE while it stays interesting: drops instructions (users rewired to an operand, an
 earlier value of the same shape or a new parameter), shrinks dimensions, simplifies shardings,
 shrinks the mesh and zeroes constants. Only candidates that verify are tried.
-  --until fails|crash|unsupported
-                      interesting = `spmdcheck check` gives that outcome (fails: the oracle
-                      found a counterexample; crash: the partitioner errored or produced invalid
+  --until same|fails|crash|unsupported
+                      interesting = `spmdcheck check` gives that outcome (same: the failure
+                      signature of FILE, its kind and op, e.g. xla.miscompile.pad, as the fuzz
+                      campaign reduces; fails: the oracle found a counterexample (for XLA:
+                      confirmed by XLA); crash: the partitioner errored or produced invalid
                       HLO; unsupported: the partitioner or oracle cannot judge it)
   --until-cmd CMD     interesting = `CMD CANDIDATE.hlo` exits 0 (run by the shell, killed
                       with its process group after --timeout seconds: then not interesting)
@@ -120,8 +123,9 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
     return kExitBadInput;
   }
   const std::string until = args->Get("--until").value_or("");
-  if (args->Has("--until") && until != "fails" && until != "crash" && until != "unsupported") {
-    return BadInput(err, "reduce", "--until must be fails, crash or unsupported");
+  if (args->Has("--until") && until != "fails" && until != "crash" && until != "unsupported" &&
+      until != "same") {
+    return BadInput(err, "reduce", "--until must be same, fails, crash or unsupported");
   }
   absl::StatusOr<int64_t> partitions = args->GetInt("--num-partitions", 0);
   absl::StatusOr<int64_t> trials = args->GetInt("--trials", 2);
@@ -187,18 +191,38 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
                                        : until == "crash" ? target::CheckStatus::kCrash
                                                           : target::CheckStatus::kUnsupported;
     const std::string match = args->Get("--match").value_or("");
+    // --until same: the original's failure signature (kind and op) must stay.
+    std::string signature;
+    if (until == "same") {
+      options.num_partitions = 0;
+      absl::StatusOr<target::CheckOutcome> original =
+          target::CheckPartitioning(**module, *partitioner, options);
+      if (!original.ok()) return BadInput(err, "reduce", original.status().message());
+      signature = target::SignatureOf(partitioner->spec(), *original, **module).text;
+      if (signature.empty()) {
+        return BadInput(
+            err, "reduce",
+            absl::StrCat(path, " does not fail (", target::CheckStatusName(original->status), ": ",
+                         original->message.substr(0, 200), "): nothing to reduce"));
+      }
+      out << "signature: " << signature << "\n";
+    }
     what = absl::StrCat("--until ", until);
     if (partitioner->spec() != "reference") {
       absl::StrAppend(&what, " --partitioner ", partitioner->spec());
     }
     absl::StrAppend(&what, choice->reproduce_flags);
     if (!match.empty()) absl::StrAppend(&what, " --match '", match, "'");
-    interesting = [options, wanted, match,
+    interesting = [options, wanted, match, signature,
                    partitioner](const HloModule& m) -> absl::StatusOr<bool> {
       absl::StatusOr<target::CheckOutcome> outcome =
           target::CheckPartitioning(m, *partitioner, options);
       if (!outcome.ok()) return false;  // The candidate does not verify for the pipeline.
-      if (outcome->status != wanted) return false;
+      if (!signature.empty()) {
+        if (target::SignatureOf(partitioner->spec(), *outcome, m).text != signature) return false;
+      } else if (outcome->status != wanted) {
+        return false;
+      }
       if (match.empty()) return true;
       return absl::StrContains(outcome->message, match) ||
              absl::StrContains(oracle::FormatEquivReport(outcome->report), match);
