@@ -201,6 +201,11 @@ absl::StatusOr<TileAssignment> TileAssignment::Explicit(absl::Span<const int64_t
   int64_t bound = 0;
   for (size_t i = 0; i < devices.size(); ++i) {
     if (devices[i] < 0) return absl::InvalidArgumentError("device ids must be non-negative");
+    // Ids index device tables (and bound + 1 must not overflow): the same limit as the count.
+    if (devices[i] >= kMaxArrayElements) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("device id ", devices[i], " is out of range (ids are below 2^31)"));
+    }
     bound = std::max(bound, devices[i] + 1);
     if (!positions->emplace(devices[i], static_cast<int64_t>(i)).second) {
       result.devices_distinct_ = false;

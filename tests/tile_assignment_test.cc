@@ -389,5 +389,16 @@ RC_GTEST_PROP(IotaProperties, ReshapeKeepsTheFlattenedOrder, ()) {
   RC_ASSERT(reshaped.Devices() == r.tiles.Devices());
 }
 
+// fuzz_sharding_parser (ASan + UBSan) found `{devices=[2,1,4]0,1,2,3,4,5,9223372036854775807,2]`:
+// the device bound (id + 1) overflowed. Ids past 2^31 are refused with a message.
+TEST(TileAssignmentExamples, HugeDeviceIdsAreRefusedNotOverflowed) {
+  absl::StatusOr<TileAssignment> huge =
+      TileAssignment::Explicit({2, 1, 4}, {0, 1, 2, 3, 4, 5, INT64_MAX, 2});
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(std::string(huge.status().message()), ::testing::HasSubstr("out of range"));
+  EXPECT_FALSE(TileAssignment::Explicit({2}, {0, int64_t{1} << 31}).ok());
+  EXPECT_TRUE(TileAssignment::Explicit({2}, {0, (int64_t{1} << 31) - 1}).ok());
+}
+
 }  // namespace
 }  // namespace spmdcheck
