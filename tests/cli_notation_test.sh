@@ -46,5 +46,22 @@ expect 0 '#sdy.sharding<@mesh, [{"x1"}, {"x0"}, {"x2"}]>' -- "$bin" sharding to-
 expect 1 "no Shardy sharding" -- "$bin" sharding to-sdy '{devices=[2,1,2]<=[4] last_tile_dims={manual}}'
 expect 0 "usage: spmdcheck sharding from-spec" -- "$bin" sharding from-spec --help
 
+# Pictures and report pages (their content is checked in headless Chromium: browser_pages_test).
+expect 0 "tile grid [2,2]" -- "$bin" sharding show '{devices=[2,2]<=[4]}' --shape 'f32[4,4]' --svg "$tmp/s.svg" --html "$tmp/s.html"
+if grep -q 'data-devices="3"' "$tmp/s.svg" && grep -q '<!DOCTYPE html>' "$tmp/s.html"; then pass=$((pass + 1)); else
+  echo "FAIL: show --svg/--html wrote no tile of device 3 or no page"; failures=$((failures + 1)); fi
+expect 2 "cannot write" -- "$bin" sharding show '{devices=[2,2]<=[4]}' --shape 'f32[4,4]' --svg "$tmp/no/such/dir.svg"
+expect 2 "--mesh" -- "$bin" sharding show '{devices=[2,2]<=[4]}' --shape 'f32[4,4]' --svg "$tmp/m.svg" --mesh 'a=0'
+expect 2 "over the picture's limit" -- "$bin" sharding show '{devices=[8192]<=[8192]}' --shape 'f32[8192]' --svg "$tmp/big.svg"
+expect 0 '"verdict": "holds"' -- "$bin" check "$2/corpus/hlo/reduce_uneven.hlo" --format json
+expect 2 "--format must be text or json" -- "$bin" check "$2/corpus/hlo/reduce_uneven.hlo" --format xml
+expect 2 "take one FILE" -- "$bin" check "$2/corpus/hlo" --format json
+expect 0 "reproduce:" -- "$bin" check "$2/corpus/hlo/reduce_uneven.hlo" --html "$tmp/check.html"
+if grep -q 'data-opcode="all-reduce"' "$tmp/check.html"; then pass=$((pass + 1)); else
+  echo "FAIL: check --html drew no all-reduce"; failures=$((failures + 1)); fi
+expect 1 "proved" -- "$bin" lint "$2/corpus/lint/wasteful/03_two_permutes.hlo" --html "$tmp/lint.html"
+if grep -q 'class="finding" data-status="proved"' "$tmp/lint.html"; then pass=$((pass + 1)); else
+  echo "FAIL: lint --html has no proved finding"; failures=$((failures + 1)); fi
+
 echo "cli notation test: $pass passed, $failures failed"
 [ "$failures" -eq 0 ]

@@ -25,6 +25,8 @@
 #include "ir/sharding.h"
 #include "ir/tile_assignment.h"
 #include "tools/cli.h"
+#include "viz/html.h"
+#include "viz/sharding_picture.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -39,8 +41,9 @@ Inspects one XLA sharding, written as in HLO text (quote it for the shell), e.g.
 verbs:
   expand SHARDING [--num-partitions N]        every tile assignment as an explicit device list
   canon SHARDING [--num-partitions N]         canonical form: iota wherever the devices are one
-  show SHARDING --shape SHAPE [--num-partitions N]
+  show SHARDING --shape SHAPE [--num-partitions N] [--svg FILE] [--html FILE] [--mesh MESH]
                                               the index range each device holds of an array
+                                              (and a picture of the tiles and the mesh)
   groups SHARDING --dims D,D,... [--explicit] replica groups of the devices that differ only
                                               in those tile dims (what an all-gather uses)
   from-spec SPEC --mesh MESH [--shape SHAPE]  JAX's PartitionSpec, e.g. "P('data', None)", as an
@@ -93,6 +96,12 @@ else the number of devices of the tile assignment.
 A tuple SHAPE is shown leaf by leaf (a non-tuple sharding applies to every leaf).
   --shape SHAPE       the array (or tuple) shape, required
   --num-partitions N  number of partitions; the sharding must use exactly devices 0..N-1
+  --svg FILE          also draw it: the tiles coloured by device with every replica listed
+                      (panels for rank > 2 and for manual groups), and the device mesh
+  --html FILE         the same picture in a self-contained page with a device table (hover a
+                      tile or a device to see where it lives)
+  --mesh MESH         the mesh to draw (data=2,model=4 or Shardy's <[...]>); default: a mesh
+                      made from the sharding's device-id digits
 )";
 
 constexpr char kGroupsHelp[] =
@@ -376,6 +385,8 @@ void ShowLeaf(const HloSharding& sharding, const Shape& shape, int64_t n, std::o
   if (shape.rank() <= 2) PrintGrid(sharding, shape, out);
 }
 
+absl::StatusOr<Mesh> MeshArg(const Args& args, bool required);
+
 int RunShow(const Args& args, std::ostream& out, std::ostream& err) {
   absl::StatusOr<HloSharding> sharding = ParseShardingArg(args.positional());
   if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
@@ -387,6 +398,24 @@ int RunShow(const Args& args, std::ostream& out, std::ostream& err) {
   if (!shape.ok()) return BadInput(err, kCommand, shape.status().message());
   absl::StatusOr<int64_t> n = CheckPartitions(args, *sharding, *shape);
   if (!n.ok()) return BadInput(err, kCommand, n.status().message());
+  if (args.Has("--svg") || args.Has("--html")) {
+    viz::ShardingPictureOptions options;
+    options.num_devices = *n;
+    if (args.Has("--mesh")) {
+      absl::StatusOr<Mesh> mesh = MeshArg(args, true);
+      if (!mesh.ok()) return BadInput(err, kCommand, mesh.status().message());
+      options.mesh = *std::move(mesh);
+    }
+    for (const char* flag : {"--svg", "--html"}) {
+      if (!args.Has(flag)) continue;
+      absl::StatusOr<std::string> picture = std::string(flag) == "--svg"
+                                                ? viz::ShardingSvg(*sharding, *shape, options)
+                                                : viz::ShardingHtml(*sharding, *shape, options);
+      if (!picture.ok()) return BadInput(err, kCommand, picture.status().message());
+      absl::Status written = viz::WriteTextFile(*args.Get(flag), *picture);
+      if (!written.ok()) return BadInput(err, kCommand, written.message());
+    }
+  }
   out << "sharding " << sharding->ToString(false) << " on " << shape->ToString(false) << "\n";
   if (!shape->IsTuple()) {
     ShowLeaf(*sharding, *shape, *n, out);
@@ -660,7 +689,7 @@ int RunSharding(const std::vector<std::string>& argv, std::ostream& out, std::os
     help = kCanonHelp;
   } else if (verb == "show") {
     help = kShowHelp;
-    value_flags.insert("--shape");
+    value_flags.insert({"--shape", "--svg", "--html", "--mesh"});
   } else if (verb == "groups") {
     help = kGroupsHelp;
     value_flags = {"--dims"};
