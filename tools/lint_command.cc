@@ -59,7 +59,7 @@ int RunLint(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
                     absl::StrCat("--format must be text, json or sarif, not '", format, "'"));
   }
   const std::string path = args->positional()[0];
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = ReadModuleText(path);
   if (!text.ok()) return BadInput(err, "lint", text.status().message());
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
   if (!module.ok()) return BadInput(err, "lint", module.status().message());
