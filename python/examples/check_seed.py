@@ -1,7 +1,10 @@
 """The seed program of the XLA report (shared/cases/seed-scatter) as a JAX function with the
 seed's shardings, on 64 CPU devices, checked against XLA's GSPMD."""
 import os
+import sys
 
+# The checkout's package, whether or not it is installed (python/examples/ -> python/).
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=64"
 import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
