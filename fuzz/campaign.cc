@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -16,12 +14,18 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_replace.h"
+#include "absl/strings/str_join.h"
 #include "fuzz/program_gen.h"
 #include "fuzz/reducer.h"
 #include "ir/hlo_printer.h"
+#include "oracle/inputs.h"
+#include "partitioner/cost_model.h"
 #include "partitioner/injected_bugs.h"
 #include "target/check_pipeline.h"
+#include "target/pass_bisection.h"
+#include "target/repro_script.h"
+#include "target/signature.h"
+#include "target/xla_partitioner.h"
 
 namespace spmdcheck::fuzz {
 
@@ -29,9 +33,15 @@ using target::CheckOptions;
 using target::CheckOutcome;
 using target::CheckPartitioning;
 using target::CheckStatus;
+using target::FailureSignature;
+using target::PartitionerUnderTest;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
 
 uint64_t CaseSeed(uint64_t seed, int64_t index) {
   uint64_t x = seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(index) + 1;
@@ -52,110 +62,48 @@ std::vector<uint8_t> CaseBytes(uint64_t case_seed, const ProgramGenOptions& gen)
   return bytes;
 }
 
-// The opcode of the global instruction `name` in `program`, or `name` itself.
-std::string OpcodeOf(const HloModule& program, const std::string& name) {
-  for (const auto& c : program.computations()) {
-    if (HloInstruction* i = c->FindInstruction(name)) {
-      return std::string(HloOpcodeString(i->opcode()));
-    }
-  }
-  return name;
-}
-
-// The opcode of the global instruction a failure points at: the first diverging one, else the
-// root (for crashes: the instruction the message starts with).
-std::string Where(const CheckOutcome& outcome, const HloModule& program) {
-  if (outcome.report.verdict == Verdict::kFails && outcome.report.first_divergence.has_value()) {
-    const std::string& holds = outcome.report.first_divergence->holds;
-    // XLA's received module renames instructions (d -> d.1): match the name it came from.
-    for (const std::string& name : {holds, holds.substr(0, holds.rfind('.'))}) {
-      const std::string op = OpcodeOf(program, name);
-      if (op != name) return op;
-    }
-  }
-  if (outcome.status == CheckStatus::kCrash && outcome.judged_global == nullptr) {
-    const std::string& m = outcome.message;
-    const std::string first = m.substr(0, std::min<size_t>(m.find_first_of(" :("), 24));
-    const std::string op = OpcodeOf(program, first);
-    if (op != first) return op;
-  }
-  return std::string(HloOpcodeString(program.entry()->root()->opcode()));
-}
-
-// Where in XLA a crash or rejection happened: the source file of its first `file.cc:LINE`
-// (`spmd_partitioner_util` of "F1201 ... spmd_partitioner_util.h:118] Check failed"), else
-// `fallback`.
-std::string XlaSourceFile(const std::string& message, const std::string& fallback) {
-  if (message.find("can't be translated to XLA HLO") != std::string::npos) {
-    return "stablehlo-to-hlo";
-  }
-  for (const char* ext : {".cc:", ".h:"}) {
-    const size_t at = message.find(ext);
-    if (at == std::string::npos) continue;
-    size_t begin = at;
-    while (begin > 0 && (std::isalnum(static_cast<unsigned char>(message[begin - 1])) ||
-                         message[begin - 1] == '_')) {
-      --begin;
-    }
-    if (begin < at) return message.substr(begin, at - begin);
-  }
-  return fallback;
-}
-
-// The signature of a case that did not hold, or empty for a plain unknown. `claim` says whether
-// it is a bug claim or a difference to investigate.
-std::string Signature(const std::string& spec, const CheckOutcome& outcome,
-                      const HloModule& program, bool* claim) {
-  *claim = true;
-  const bool ours = spec == "reference";
-  std::string kind;
-  switch (outcome.status) {
-    case CheckStatus::kHolds:
-      return "";
-    case CheckStatus::kFails:
-      kind = ours ? "wrong-result." + Where(outcome, program)
-                  : (outcome.finding == target::Finding::kConfirmedByXla ? "miscompile."
-                                                                         : "wrong-result.") +
-                        Where(outcome, program);
-      break;
-    case CheckStatus::kCrash:
-      kind =
-          "crash." + (ours ? Where(outcome, program) : XlaSourceFile(outcome.message, "compile"));
-      break;
-    case CheckStatus::kRejected:
-      kind = "xla-rejects-valid." + XlaSourceFile(outcome.message, "compile");
-      break;
-    case CheckStatus::kTimeout:
-      kind = "timeout";
-      break;
-    case CheckStatus::kUnsupported:
-      if (outcome.finding == target::Finding::kOracleOnly) {
-        kind = "oracle-only." + Where(outcome, program);
-      } else if (outcome.finding == target::Finding::kOracleDisagrees) {
-        kind = "oracle-disagrees." + Where(outcome, program);
-      } else if (outcome.finding == target::Finding::kReadsInputPadding) {
-        kind = "reads-input-padding." + Where(outcome, program);
-      } else {
-        return "";
-      }
-      *claim = false;
-      break;
-  }
-  if (kind == "timeout") *claim = false;
-  std::string signature = ours ? kind : absl::StrCat(spec, ".", kind);
-  for (char& ch : signature) {
-    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-')) ch = '_';
-  }
-  return signature;
-}
-
 std::string FirstLine(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
-  // Keep reasons comparable: drop instruction names after "(".
   return line.substr(0, 120);
 }
 
+// The trial whose inputs showed the difference.
+int64_t FailingTrial(const CheckOutcome& outcome) {
+  if (outcome.xla_end_to_end.has_value() && outcome.xla_end_to_end->trial >= 0) {
+    return outcome.xla_end_to_end->trial;
+  }
+  return std::max<int64_t>(0, outcome.report.failing_trial);
+}
+
+std::string DivergenceText(const CheckOutcome& outcome) {
+  if (!outcome.oracle_ran || !outcome.report.first_divergence.has_value()) return "";
+  const oracle::Divergence& d = *outcome.report.first_divergence;
+  return absl::StrCat(d.instruction, " (line ", d.location.line, ") should hold ", d.holds,
+                      " under ", d.sharding, "; wrong on ", d.devices_wrong,
+                      " devices, first device ", d.device, " at [",
+                      absl::StrJoin(d.mismatch.global_index, ","), "]: expected ",
+                      d.mismatch.expected, ", got ", d.mismatch.actual);
+}
+
+int64_t MaxRecvBytes(const HloModule& partitioned) {
+  return partitioner::CostOfModule(partitioned, partitioned.num_partitions()).total.max_recv_bytes;
+}
+
+// One case's outcome under one partitioner, kept until every partitioner has run (for the
+// wasteful comparison between them).
+struct Correct {
+  PartitionerUnderTest* partitioner = nullptr;
+  int64_t max_recv_bytes = 0;
+};
+
 }  // namespace
+
+bool CampaignReport::HasBugClaim() const {
+  for (const CampaignFailure& f : failures) {
+    if (f.claim) return true;
+  }
+  return false;
+}
 
 std::string CampaignReport::ToString() const {
   std::string out = absl::StrFormat(
@@ -174,6 +122,23 @@ std::string CampaignReport::ToString() const {
         t.cases > 0 ? 100.0 * static_cast<double>(t.accepted) / static_cast<double>(t.cases) : 0.0,
         t.seconds);
   }
+  if (times.Total() > 0) {
+    const double total = times.Total();
+    auto share = [&](double s) { return 100.0 * s / total; };
+    absl::StrAppendFormat(&out,
+                          "time: partitioners %.0f%%, their executions %.0f%%, ours %.0f%% "
+                          "(generator %.1f%%, oracle %.1f%%, interpreter %.1f%%), reductions "
+                          "and repros %.0f%%\n",
+                          share(times.partition), share(times.execute), share(times.Ours()),
+                          share(times.generate), share(times.oracle), share(times.interpreter),
+                          share(times.reduce));
+  }
+  if (!pattern_hits.empty()) {
+    std::vector<std::string> hits;
+    for (const auto& [pattern, count] : pattern_hits)
+      hits.push_back(absl::StrCat(pattern, " ", count));
+    out += "patterns hit: " + absl::StrJoin(hits, ", ") + "\n";
+  }
   for (const CampaignFailure& f : failures) {
     const std::string reduction =
         f.instructions_before == 0
@@ -181,10 +146,24 @@ std::string CampaignReport::ToString() const {
             : absl::StrFormat("reduced %d -> %d instructions, %d -> %d devices",
                               f.instructions_before, f.instructions_after, f.devices_before,
                               f.devices_after);
-    absl::StrAppendFormat(&out,
-                          "  %s%s: %d case(s), first at case %d after %.1fs; %s: %s\n    %s\n",
-                          f.signature, f.claim ? "" : " (to investigate, not a bug claim)", f.count,
-                          f.first_case, f.seconds_to_find, reduction, f.path, f.message);
+    const std::string kind = !f.known_as.empty() ? absl::StrCat(" (known: ", f.known_as, ")")
+                             : f.claim           ? " (new)"
+                                                 : " (new, to investigate: not a bug claim)";
+    if (!f.known_as.empty()) {
+      absl::StrAppendFormat(&out, "  %s%s: %d case(s), first at case %d after %.1fs\n", f.signature,
+                            kind, f.count, f.first_case, f.seconds_to_find);
+      continue;
+    }
+    std::string message = f.message.substr(0, f.message.find('\n'));
+    if (message.size() > 300) message = message.substr(0, 300) + "...";
+    absl::StrAppendFormat(
+        &out, "  %s%s: %d case(s), first at case %d after %.1fs; %s: %s\n    %s\n", f.signature,
+        kind, f.count, f.first_case, f.seconds_to_find, reduction, f.path, message);
+    if (!f.broken_by.empty()) absl::StrAppend(&out, "    broken by: ", f.broken_by, "\n");
+    for (const VersionCheck& v : f.versions) {
+      absl::StrAppend(&out, "    ", v.versions.empty() ? v.venv : v.versions, ": ", v.verdict,
+                      "\n");
+    }
   }
   if (!unsupported_reasons.empty()) {
     std::vector<std::pair<int64_t, std::string>> top;
@@ -197,6 +176,485 @@ std::string CampaignReport::ToString() const {
   }
   return out;
 }
+
+nlohmann::json CampaignReport::ToJson(const CampaignOptions& options) const {
+  nlohmann::json per_partitioner = nlohmann::json::object();
+  for (const auto& [spec, t] : partitioners) {
+    per_partitioner[spec] = {
+        {"cases", t.cases},
+        {"holds", t.holds},
+        {"failures", t.failures},
+        {"to_investigate", t.investigate},
+        {"unknown", t.unknown},
+        {"accepted", t.accepted},
+        {"acceptance_rate",
+         t.cases > 0 ? static_cast<double>(t.accepted) / static_cast<double>(t.cases) : 0.0},
+        {"seconds", t.seconds}};
+  }
+  nlohmann::json findings = nlohmann::json::array();
+  for (const CampaignFailure& f : failures) {
+    nlohmann::json versions = nlohmann::json::array();
+    for (const VersionCheck& v : f.versions) {
+      versions.push_back({{"venv", v.venv}, {"versions", v.versions}, {"verdict", v.verdict}});
+    }
+    findings.push_back({{"signature", f.signature},
+                        {"partitioner", f.partitioner},
+                        {"bug_claim", f.claim},
+                        {"known_as", f.known_as},
+                        {"new", f.known_as.empty()},
+                        {"count", f.count},
+                        {"first_case", f.first_case},
+                        {"case_seed", f.case_seed},
+                        {"seconds_to_find", f.seconds_to_find},
+                        {"instructions_before", f.instructions_before},
+                        {"instructions_after", f.instructions_after},
+                        {"devices_before", f.devices_before},
+                        {"devices_after", f.devices_after},
+                        {"folder", f.path},
+                        {"repro_script", f.has_repro_script},
+                        {"message", f.message},
+                        {"broken_by_pass", f.broken_by},
+                        {"other_versions", versions}});
+  }
+  nlohmann::json reasons = nlohmann::json::object();
+  for (const auto& [reason, count] : unsupported_reasons) reasons[reason] = count;
+  return {{"schema", "spmdcheck-fuzz-summary/1"},
+          {"seed", options.seed},
+          {"partitioners", options.partitioners},
+          {"max_devices", options.max_devices},
+          {"jobs", options.jobs},
+          {"inject_bug", options.inject_bug},
+          {"cases", progress.cases},
+          {"elapsed_seconds", progress.elapsed},
+          {"cases_per_second",
+           progress.elapsed > 0 ? static_cast<double>(progress.cases) / progress.elapsed : 0.0},
+          {"holds", progress.holds},
+          {"failures", progress.failures},
+          {"unsupported", progress.unsupported},
+          {"stopped", stopped},
+          {"unavailable", unavailable},
+          {"per_partitioner", per_partitioner},
+          {"times",
+           {{"generate", times.generate},
+            {"partition", times.partition},
+            {"execute", times.execute},
+            {"interpreter", times.interpreter},
+            {"oracle", times.oracle},
+            {"reduce", times.reduce},
+            {"ours_share", times.Total() > 0 ? times.Ours() / times.Total() : 0.0}}},
+          {"pattern_hits", pattern_hits},
+          {"findings", findings},
+          {"unsupported_reasons", reasons}};
+}
+
+namespace {
+
+// The campaign's shared state and one job's work. Jobs run `RunJob` on their own thread, each
+// with its own partitioners (one XLA worker per job).
+class Campaign {
+ public:
+  Campaign(const CampaignOptions& options, std::vector<KnownFinding> known)
+      : options_(options), known_(std::move(known)), start_(Clock::now()) {
+    gen_.max_devices = options.max_devices;
+    target_options_ = options.target;
+    target_options_.inject_bug = options.inject_bug;
+  }
+
+  double elapsed() const { return SecondsSince(start_); }
+  bool cancelled() const { return options_.cancel != nullptr && options_.cancel->load(); }
+  // No new cases: a limit was reached, or the campaign is aborted.
+  bool stopping() const { return stop_.load(std::memory_order_relaxed) || aborting(); }
+  // Abandon work in hand too (reductions): a signal, a finding that could not be written.
+  bool aborting() const { return abort_.load(std::memory_order_relaxed) || cancelled(); }
+  void Stop() { stop_ = true; }
+  void Abort() {
+    abort_ = true;
+    stop_ = true;
+  }
+
+  void RunJob();
+
+  std::mutex mu;  // Guards report_, io_status_.
+  CampaignReport report_;
+  absl::Status io_status_;
+
+ private:
+  struct Job {
+    std::vector<std::unique_ptr<PartitionerUnderTest>> partitioners;
+    // Other jaxlibs' partitioners, made on first use: python + spec -> partitioner.
+    std::map<std::string, std::unique_ptr<PartitionerUnderTest>> others;
+  };
+
+  std::string CampaignCommand() const {
+    return absl::StrCat("spmdcheck fuzz --seed ", options_.seed, " --max-devices ",
+                        options_.max_devices, " --partitioner ", options_.partitioners,
+                        options_.inject_bug.empty() ? "" : " --inject-bug " + options_.inject_bug);
+  }
+  std::string ReproduceFlags(const std::string& spec) const {
+    std::string flags = spec == "reference" ? "" : absl::StrCat(" --partitioner ", spec);
+    if (!options_.inject_bug.empty())
+      absl::StrAppend(&flags, " --inject-bug ", options_.inject_bug);
+    absl::StrAppend(&flags, options_.reproduce_flags);
+    return flags;
+  }
+
+  // Records a failing case; returns the slot of a new signature to reduce and write, or -1.
+  int64_t RecordFailure(const std::string& spec, const FailureSignature& signature,
+                        const std::string& message, int64_t index, uint64_t case_seed);
+  // Reduces a new finding, writes its folder and fills its slot.
+  void HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot, const HloModule& program,
+                const FailureSignature& signature, const CheckOptions& check, bool wasteful,
+                PartitionerUnderTest* cheaper);
+  std::vector<VersionCheck> OtherVersions(Job& job, const std::string& spec,
+                                          const HloModule& module, const std::string& signature,
+                                          const CheckOptions& check);
+
+  const CampaignOptions& options_;
+  std::vector<KnownFinding> known_;
+  Clock::time_point start_;
+  ProgramGenOptions gen_;
+  target::TargetOptions target_options_;
+  std::atomic<int64_t> next_case_{0};
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> abort_{false};
+  std::mutex generator_mu_;
+};
+
+int64_t Campaign::RecordFailure(const std::string& spec, const FailureSignature& signature,
+                                const std::string& message, int64_t index, uint64_t case_seed) {
+  auto existing =
+      std::find_if(report_.failures.begin(), report_.failures.end(),
+                   [&](const CampaignFailure& f) { return f.signature == signature.text; });
+  if (existing != report_.failures.end()) {
+    ++existing->count;
+    return -1;
+  }
+  CampaignFailure failure;
+  failure.signature = signature.text;
+  failure.partitioner = spec;
+  failure.claim = signature.claim;
+  failure.first_case = index;
+  failure.case_seed = case_seed;
+  failure.count = 1;
+  failure.seconds_to_find = elapsed();
+  failure.message = message;
+  if (const KnownFinding* k = FindKnown(known_, signature.text)) failure.known_as = k->name;
+  report_.failures.push_back(failure);
+  ++report_.progress.findings;
+  if (!failure.known_as.empty()) return -1;
+  ++report_.progress.new_findings;
+  return static_cast<int64_t>(report_.failures.size()) - 1;
+}
+
+std::vector<VersionCheck> Campaign::OtherVersions(Job& job, const std::string& spec,
+                                                  const HloModule& module,
+                                                  const std::string& signature,
+                                                  const CheckOptions& check) {
+  std::vector<VersionCheck> out;
+  if (spec != "xla" && spec != "gspmd" && spec != "shardy") return out;
+  for (const std::string& python : options_.other_xla_pythons) {
+    VersionCheck v;
+    v.venv = python;
+    std::unique_ptr<PartitionerUnderTest>& other = job.others[python + "\n" + spec];
+    if (other == nullptr) {
+      target::TargetOptions t = options_.target;
+      t.python = python;
+      absl::StatusOr<std::unique_ptr<PartitionerUnderTest>> made = target::MakePartitioner(spec, t);
+      if (!made.ok()) {
+        v.verdict = absl::StrCat("unknown: ", made.status().message());
+        out.push_back(v);
+        continue;
+      }
+      other = *std::move(made);
+    }
+    absl::StatusOr<CheckOutcome> o = CheckPartitioning(module, *other, check);
+    if (auto* xla = dynamic_cast<target::XlaPartitioner*>(other.get()))
+      v.versions = xla->versions();
+    if (!o.ok()) {
+      v.verdict = absl::StrCat("unknown: ", o.status().message());
+    } else {
+      const FailureSignature s = target::SignatureOf(spec, *o, module);
+      if (s.text == signature) {
+        v.verdict = "reproduces";
+      } else if (o->status == CheckStatus::kHolds) {
+        v.verdict = "does not reproduce (holds)";
+      } else if (!s.text.empty()) {
+        v.verdict = absl::StrCat("fails differently: ", s.text);
+      } else {
+        v.verdict = absl::StrCat("unknown: ", FirstLine(o->message));
+      }
+    }
+    out.push_back(v);
+  }
+  return out;
+}
+
+void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot,
+                        const HloModule& program, const FailureSignature& signature,
+                        const CheckOptions& check, bool wasteful, PartitionerUnderTest* cheaper) {
+  const Clock::time_point started = Clock::now();
+  const std::string spec = partitioner.spec();
+  // Reduce while the partitioner keeps failing the same way (same signature).
+  InterestingnessFn still_fails = [&](const HloModule& m) -> absl::StatusOr<bool> {
+    // A campaign that reached its time limit still finishes the reduction in hand.
+    if (aborting()) return absl::CancelledError("campaign stopped");
+    if (wasteful) {
+      const int64_t n = m.num_partitions();
+      absl::StatusOr<target::PartitionOutput> a = partitioner.Partition(m, n);
+      absl::StatusOr<target::PartitionOutput> b = cheaper->Partition(m, n);
+      if (!a.ok() || !b.ok() || a->status != target::PartitionStatus::kOk ||
+          b->status != target::PartitionStatus::kOk) {
+        return false;
+      }
+      const int64_t more = MaxRecvBytes(*a->partitioned);
+      const int64_t less = MaxRecvBytes(*b->partitioned);
+      return more >= options_.wasteful_min_bytes + less &&
+             static_cast<double>(more) >= options_.wasteful_ratio * static_cast<double>(less);
+    }
+    absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
+    if (!o.ok()) return false;
+    return target::SignatureOf(spec, *o, m).text == signature.text;
+  };
+  ReduceOptions reduce_options;
+  reduce_options.max_seconds = options_.reduce_seconds;
+  absl::StatusOr<ReduceResult> reduced = ReduceModule(program, still_fails, reduce_options);
+  const HloModule& repro = reduced.ok() ? *reduced->module : program;
+
+  FindingRecord record;
+  record.signature = signature.text;
+  record.partitioner = spec;
+  record.claim = signature.claim;
+  record.campaign = CampaignCommand();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    const CampaignFailure& f = report_.failures[static_cast<size_t>(slot)];
+    record.first_case = f.first_case;
+    record.case_seed = f.case_seed;
+    record.seconds_to_find = f.seconds_to_find;
+    record.message = f.message;
+  }
+  const std::string folder =
+      (std::filesystem::path(options_.out_dir) / target::SanitizedName(signature.text)).string();
+  record.reproduce = absl::StrCat("spmdcheck check ", folder, "/module.hlo --seed ",
+                                  record.case_seed, " --trials 1", ReproduceFlags(spec));
+  record.reduction = reduced.ok() ? absl::StrCat("reduced: ", reduced->report.ToString())
+                                  : absl::StrCat("not reduced: ", reduced.status().message());
+  FindingFiles files;
+  files.module = &repro;
+  CheckOptions final_check = check;
+  absl::StatusOr<CheckOutcome> final_outcome = CheckPartitioning(repro, partitioner, final_check);
+  int64_t trial = 0;
+  if (final_outcome.ok()) {
+    if (!wasteful) record.message = final_outcome->message;
+    record.divergence = DivergenceText(*final_outcome);
+    record.partitioner_version = final_outcome->self_report.version;
+    files.partitioned_text = final_outcome->partitioned_text;
+    if (files.partitioned_text.empty() && final_outcome->partitioned != nullptr) {
+      files.partitioned_text = PrintModule(*final_outcome->partitioned);
+    }
+    trial = FailingTrial(*final_outcome);
+    if (options_.bisect_passes && final_outcome->finding == target::Finding::kConfirmedByXla &&
+        final_outcome->oracle_ran && final_outcome->report.verdict == Verdict::kHolds) {
+      if (auto* xla = dynamic_cast<target::XlaPartitioner*>(&partitioner)) {
+        absl::StatusOr<target::PassBisection> bisection =
+            target::BisectPasses(repro, *xla, final_check);
+        record.broken_by = bisection.ok() ? bisection->Summary()
+                                          : absl::StrCat("unknown: ", bisection.status().message());
+      }
+    }
+  }
+  bool tuple_parameters = false;
+  for (const HloInstruction* p : repro.entry()->parameters()) {
+    tuple_parameters = tuple_parameters || !p->shape().IsArray();
+  }
+  if (!tuple_parameters) {
+    files.inputs =
+        oracle::TrialInputs(repro, record.case_seed, trial, oracle::InputStyle::kSmallIntegers);
+  }
+  if (wasteful) {
+    record.repro_note = "a wasteful partitioning has no wrong result to reproduce";
+  } else {
+    target::ReproRequest request;
+    request.seed = record.case_seed;
+    request.trial = trial;
+    request.found = absl::StrCat(signature.text, ": ", FirstLine(record.message));
+    request.command = absl::StrCat("spmdcheck repro ", folder, "/module.hlo --jax --seed ",
+                                   record.case_seed, " --trial ", trial, ReproduceFlags(spec));
+    absl::StatusOr<target::ReproScript> script =
+        target::MakeReproScript(repro, partitioner, request);
+    absl::StatusOr<std::string> text = script.ok() ? target::RenderReproScript(*script)
+                                                   : absl::StatusOr<std::string>(script.status());
+    if (text.ok()) {
+      files.repro_script = *std::move(text);
+    } else {
+      record.repro_note = absl::StrCat("no repro.py: ", text.status().message());
+    }
+  }
+  record.versions = OtherVersions(job, spec, repro, signature.text, check);
+  absl::StatusOr<std::string> written = WriteFindingFolder(options_.out_dir, record, files);
+
+  std::lock_guard<std::mutex> lock(mu);
+  report_.times.reduce += SecondsSince(started);
+  if (!written.ok()) {
+    // A finding that is not on disk is lost: stop and report it.
+    if (io_status_.ok()) {
+      io_status_ = absl::UnavailableError(absl::StrCat(
+          "cannot write the repro for ", signature.text, ": ", written.status().message()));
+    }
+    Abort();
+    return;
+  }
+  CampaignFailure& f = report_.failures[static_cast<size_t>(slot)];
+  f.path = *written;
+  f.message = record.message;
+  f.versions = record.versions;
+  f.broken_by = record.broken_by;
+  f.has_repro_script = !files.repro_script.empty();
+  if (reduced.ok()) {
+    f.instructions_before = reduced->report.entry_instructions_before;
+    f.instructions_after = reduced->report.entry_instructions_after;
+    f.devices_before = reduced->report.devices_before;
+    f.devices_after = reduced->report.devices_after;
+  }
+}
+
+void Campaign::RunJob() {
+  Job job;
+  // One set of partitioners per job: each XLA worker process serves one job.
+  absl::StatusOr<std::vector<std::unique_ptr<PartitionerUnderTest>>> made =
+      target::MakePartitioners(options_.partitioners, target_options_);
+  if (!made.ok()) return;
+  job.partitioners = *std::move(made);
+  while (!stopping()) {
+    const int64_t index = next_case_.fetch_add(1);
+    if (options_.cases > 0 && index >= options_.cases) break;
+    if (options_.seconds > 0 && elapsed() >= options_.seconds) break;
+    const uint64_t case_seed = CaseSeed(options_.seed, index);
+    absl::StatusOr<GeneratedProgram> program = absl::InternalError("not generated");
+    const Clock::time_point generate_start = Clock::now();
+    {
+      // The generator drives RapidCheck generators, whose generation context is process-wide:
+      // one program at a time.
+      std::lock_guard<std::mutex> lock(generator_mu_);
+      program = ProgramFromBytes(CaseBytes(case_seed, gen_), gen_);
+    }
+    const double generate_seconds = SecondsSince(generate_start);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      ++report_.progress.cases;
+      report_.times.generate += generate_seconds;
+      if (!program.ok() || program->module == nullptr) {
+        ++report_.progress.unsupported;
+        ++report_.unsupported_reasons["generator error"];
+        continue;
+      }
+      for (const std::string& pattern : program->patterns) ++report_.pattern_hits[pattern];
+    }
+    std::vector<Correct> correct;
+    for (const auto& partitioner : job.partitioners) {
+      if (stopping()) break;
+      const std::string spec = partitioner->spec();
+      CheckOptions check;
+      check.trials = 1;
+      check.seed = case_seed;
+      absl::StatusOr<CheckOutcome> outcome =
+          CheckPartitioning(*program->module, *partitioner, check);
+      std::unique_lock<std::mutex> lock(mu);
+      PartitionerTally& tally = report_.partitioners[spec];
+      ++tally.cases;
+      ++report_.progress.partitionings;
+      if (!outcome.ok()) {
+        ++tally.unknown;
+        ++report_.progress.unsupported;
+        ++report_
+              .unsupported_reasons[FirstLine(absl::StrCat(spec, ": ", outcome.status().message()))];
+        continue;
+      }
+      tally.seconds += outcome->self_report.seconds;
+      report_.times.partition += outcome->self_report.seconds;
+      report_.times.oracle += outcome->oracle_seconds;
+      report_.times.interpreter += outcome->interpreter_seconds;
+      report_.times.execute +=
+          std::max(0.0, outcome->execution_seconds - outcome->interpreter_seconds);
+      if (outcome->finding == target::Finding::kUnavailable) {
+        // Thousands of identical unknowns help nobody: stop and say why.
+        if (report_.unavailable.empty()) report_.unavailable = outcome->message;
+        Stop();
+        break;
+      }
+      if (outcome->partitioned != nullptr) {
+        ++tally.accepted;
+        ++report_.progress.accepted;
+      }
+      if (outcome->status == CheckStatus::kHolds) {
+        ++tally.holds;
+        ++report_.progress.holds;
+        if (outcome->partitioned != nullptr) {
+          correct.push_back({partitioner.get(), MaxRecvBytes(*outcome->partitioned)});
+        }
+        continue;
+      }
+      const FailureSignature signature = target::SignatureOf(spec, *outcome, *program->module);
+      if (signature.text.empty()) {
+        ++tally.unknown;
+        ++report_.progress.unsupported;
+        ++report_.unsupported_reasons[FirstLine(
+            spec == "reference" ? outcome->message : absl::StrCat(spec, ": ", outcome->message))];
+        continue;
+      }
+      if (signature.claim) {
+        ++tally.failures;
+        ++report_.progress.failures;
+      } else {
+        ++tally.investigate;
+        ++report_.progress.unsupported;
+      }
+      const int64_t slot = RecordFailure(spec, signature, outcome->message, index, case_seed);
+      lock.unlock();
+      if (slot >= 0) {
+        CheckOptions reduce_check = check;
+        HandOver(job, *partitioner, slot, *program->module, signature, reduce_check, false,
+                 nullptr);
+      }
+    }
+    // Wasteful: one partitioner's busiest device receives far more than another's, both correct.
+    for (const Correct& more : correct) {
+      for (const Correct& less : correct) {
+        if (more.partitioner == less.partitioner || stopping()) continue;
+        if (more.max_recv_bytes < options_.wasteful_min_bytes + less.max_recv_bytes ||
+            static_cast<double>(more.max_recv_bytes) <
+                options_.wasteful_ratio * static_cast<double>(less.max_recv_bytes)) {
+          continue;
+        }
+        FailureSignature signature;
+        signature.text =
+            target::SanitizedName(absl::StrCat(target::SignaturePrefix(more.partitioner->spec()),
+                                               ".wasteful.bytes-vs-", less.partitioner->spec()));
+        signature.claim = false;
+        const std::string message = absl::StrFormat(
+            "%s's busiest device receives %d bytes, %s's %d (%.1fx)", more.partitioner->spec(),
+            more.max_recv_bytes, less.partitioner->spec(), less.max_recv_bytes,
+            less.max_recv_bytes > 0 ? static_cast<double>(more.max_recv_bytes) /
+                                          static_cast<double>(less.max_recv_bytes)
+                                    : 0.0);
+        int64_t slot = -1;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          slot = RecordFailure(more.partitioner->spec(), signature, message, index, case_seed);
+        }
+        if (slot >= 0) {
+          CheckOptions check;
+          check.trials = 1;
+          check.seed = case_seed;
+          HandOver(job, *more.partitioner, slot, *program->module, signature, check, true,
+                   less.partitioner);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
 
 absl::StatusOr<CampaignReport> RunCampaign(
     const CampaignOptions& options, const std::function<void(const CampaignProgress&)>& progress) {
@@ -213,199 +671,30 @@ absl::StatusOr<CampaignReport> RunCampaign(
     return absl::InvalidArgumentError(
         absl::StrCat("cannot create ", options.out_dir, ": ", ec.message()));
   }
-  ProgramGenOptions gen;
-  gen.max_devices = options.max_devices;
-  const Clock::time_point start = Clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  std::atomic<int64_t> next_case{0};
-  std::atomic<bool> stop{false};
-  auto cancelled = [&] { return options.cancel != nullptr && options.cancel->load(); };
-  auto stopping = [&] { return stop.load(std::memory_order_relaxed) || cancelled(); };
-  std::mutex mu;
-  std::condition_variable workers_done;
-  int64_t running = 0;     // Workers not yet finished (guarded by mu).
-  absl::Status io_status;  // The first repro that could not be written (guarded by mu).
-  std::mutex generator_mu;
-  CampaignReport report;
-
-  target::TargetOptions target_options = options.target;
-  target_options.inject_bug = options.inject_bug;
+  std::vector<KnownFinding> known;
+  if (!options.known_findings.empty()) {
+    absl::StatusOr<std::vector<KnownFinding>> loaded = LoadKnownFindings(options.known_findings);
+    if (!loaded.ok()) return loaded.status();
+    known = *std::move(loaded);
+  }
   {
     // Every spec must make a partitioner before any job starts.
-    absl::StatusOr<std::vector<std::unique_ptr<target::PartitionerUnderTest>>> probe =
+    target::TargetOptions target_options = options.target;
+    target_options.inject_bug = options.inject_bug;
+    absl::StatusOr<std::vector<std::unique_ptr<PartitionerUnderTest>>> probe =
         target::MakePartitioners(options.partitioners, target_options);
     if (!probe.ok()) return probe.status();
   }
-
-  auto worker = [&] {
-    // One set of partitioners per job: each XLA worker process serves one job.
-    absl::StatusOr<std::vector<std::unique_ptr<target::PartitionerUnderTest>>> partitioners =
-        target::MakePartitioners(options.partitioners, target_options);
-    if (!partitioners.ok()) return;
-    while (!stopping()) {
-      const int64_t index = next_case.fetch_add(1);
-      if (options.cases > 0 && index >= options.cases) break;
-      if (options.seconds > 0 && elapsed() >= options.seconds) break;
-      const uint64_t case_seed = CaseSeed(options.seed, index);
-      absl::StatusOr<GeneratedProgram> program = absl::InternalError("not generated");
-      {
-        // The generator drives RapidCheck generators, whose generation context is process-wide:
-        // one program at a time.
-        std::lock_guard<std::mutex> lock(generator_mu);
-        program = ProgramFromBytes(CaseBytes(case_seed, gen), gen);
-      }
-      if (!program.ok() || program->module == nullptr) {
-        std::lock_guard<std::mutex> lock(mu);
-        ++report.progress.cases;
-        ++report.progress.unsupported;
-        ++report.unsupported_reasons["generator error"];
-        continue;
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu);
-        ++report.progress.cases;
-      }
-      for (const auto& partitioner : *partitioners) {
-        if (stopping()) break;
-        const std::string spec = partitioner->spec();
-        CheckOptions check;
-        check.trials = 1;
-        check.seed = case_seed;
-        absl::StatusOr<CheckOutcome> outcome =
-            CheckPartitioning(*program->module, *partitioner, check);
-        std::unique_lock<std::mutex> lock(mu);
-        PartitionerTally& tally = report.partitioners[spec];
-        ++tally.cases;
-        if (!outcome.ok()) {
-          ++tally.unknown;
-          ++report.progress.unsupported;
-          ++report.unsupported_reasons[FirstLine(
-              absl::StrCat(spec, ": ", outcome.status().message()))];
-          continue;
-        }
-        tally.seconds += outcome->self_report.seconds;
-        if (outcome->finding == target::Finding::kUnavailable) {
-          // Thousands of identical unknowns help nobody: stop and say why.
-          if (report.unavailable.empty()) report.unavailable = outcome->message;
-          stop = true;
-          workers_done.notify_all();
-          break;
-        }
-        if (outcome->partitioned != nullptr) ++tally.accepted;
-        bool claim = true;
-        const std::string signature = Signature(spec, *outcome, *program->module, &claim);
-        if (outcome->status == CheckStatus::kHolds) {
-          ++tally.holds;
-          ++report.progress.holds;
-          continue;
-        }
-        if (signature.empty()) {
-          ++tally.unknown;
-          ++report.progress.unsupported;
-          ++report.unsupported_reasons[FirstLine(
-              spec == "reference" ? outcome->message : absl::StrCat(spec, ": ", outcome->message))];
-          continue;
-        }
-        if (claim) {
-          ++tally.failures;
-          ++report.progress.failures;
-        } else {
-          ++tally.investigate;
-          ++report.progress.unsupported;
-        }
-        auto existing =
-            std::find_if(report.failures.begin(), report.failures.end(),
-                         [&](const CampaignFailure& f) { return f.signature == signature; });
-        if (existing != report.failures.end()) {
-          ++existing->count;
-          continue;
-        }
-        CampaignFailure failure;
-        failure.signature = signature;
-        failure.partitioner = spec;
-        failure.claim = claim;
-        failure.first_case = index;
-        failure.case_seed = case_seed;
-        failure.count = 1;
-        failure.seconds_to_find = elapsed();
-        failure.message = outcome->message;
-        report.failures.push_back(failure);
-        const size_t slot = report.failures.size() - 1;
-        lock.unlock();
-
-        // Reduce while the partitioner keeps failing the same way (same signature).
-        InterestingnessFn still_fails = [&](const HloModule& m) -> absl::StatusOr<bool> {
-          if (stopping()) return absl::CancelledError("campaign stopped");
-          absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, *partitioner, check);
-          if (!o.ok()) return false;
-          bool ignored = true;
-          return Signature(spec, *o, m, &ignored) == signature;
-        };
-        ReduceOptions reduce_options;
-        reduce_options.max_seconds = options.reduce_seconds;
-        absl::StatusOr<ReduceResult> reduced =
-            ReduceModule(*program->module, still_fails, reduce_options);
-        const HloModule& repro = reduced.ok() ? *reduced->module : *program->module;
-        std::string message = failure.message;
-        if (absl::StatusOr<CheckOutcome> o = CheckPartitioning(repro, *partitioner, check);
-            o.ok()) {
-          message = o->message;
-        }
-        const std::string path =
-            (std::filesystem::path(options.out_dir) / (signature + ".hlo")).string();
-        std::string flags = spec == "reference" ? "" : absl::StrCat(" --partitioner ", spec);
-        if (!options.inject_bug.empty())
-          absl::StrAppend(&flags, " --inject-bug ", options.inject_bug);
-        absl::StrAppend(&flags, options.reproduce_flags);
-        std::ofstream file(path, std::ios::binary | std::ios::trunc);
-        file << "// spmdcheck fuzz repro: " << signature
-             << (claim ? "" : " (to investigate: only our oracle sees it)") << "\n"
-             << "// found by: spmdcheck fuzz --seed " << options.seed << " --max-devices "
-             << options.max_devices << " --partitioner " << options.partitioners
-             << (options.inject_bug.empty() ? "" : " --inject-bug " + options.inject_bug)
-             << " (case " << index << ", case seed " << case_seed << ")\n"
-             << "// reproduce: spmdcheck check " << path << " --seed " << case_seed << " --trials 1"
-             << flags << "\n"
-             << "// expected vs actual: " << absl::StrReplaceAll(message, {{"\n", " "}}) << "\n";
-        if (reduced.ok()) {
-          file << "// reduced: " << reduced->report.ToString() << "\n";
-        } else {
-          file << "// not reduced: " << reduced.status().message() << "\n";
-        }
-        file << PrintModule(repro);
-        file.close();
-        const int write_errno = errno;
-        lock.lock();
-        if (file.fail()) {
-          // A finding that is not on disk is lost: stop and report it.
-          if (io_status.ok()) {
-            io_status = absl::UnavailableError(
-                absl::StrCat("cannot write the repro ", path, " for ", signature, ": ",
-                             write_errno != 0 ? std::strerror(write_errno) : "write failed"));
-          }
-          stop = true;
-          workers_done.notify_all();
-          break;
-        }
-        CampaignFailure& f = report.failures[slot];
-        f.path = path;
-        f.message = message;
-        if (reduced.ok()) {
-          f.instructions_before = reduced->report.entry_instructions_before;
-          f.instructions_after = reduced->report.entry_instructions_after;
-          f.devices_before = reduced->report.devices_before;
-          f.devices_after = reduced->report.devices_after;
-        }
-      }
-    }
-  };
+  Campaign campaign(options, std::move(known));
+  std::condition_variable workers_done;
+  int64_t running = 0;  // Guarded by campaign.mu.
   const int64_t jobs = std::max<int64_t>(1, options.jobs);
   std::vector<std::thread> threads;
   running = jobs;
   for (int64_t j = 0; j < jobs; ++j) {
     threads.emplace_back([&] {
-      worker();
-      std::lock_guard<std::mutex> lock(mu);
+      campaign.RunJob();
+      std::lock_guard<std::mutex> lock(campaign.mu);
       --running;
       workers_done.notify_all();
     });
@@ -413,21 +702,33 @@ absl::StatusOr<CampaignReport> RunCampaign(
   // The calling thread reports progress while the workers run, and tells them to stop (a limit
   // reached, `cancel` set) before waiting for them.
   {
-    std::unique_lock<std::mutex> lock(mu);
+    std::unique_lock<std::mutex> lock(campaign.mu);
     while (running > 0) {
       workers_done.wait_for(lock, std::chrono::milliseconds(100));
-      if (cancelled() || (options.seconds > 0 && elapsed() >= options.seconds)) stop = true;
-      report.progress.elapsed = elapsed();
-      if (progress && running > 0) progress(report.progress);
+      if (campaign.cancelled() || (options.seconds > 0 && campaign.elapsed() >= options.seconds)) {
+        campaign.Stop();
+      }
+      campaign.report_.progress.elapsed = campaign.elapsed();
+      if (progress && running > 0) progress(campaign.report_.progress);
     }
   }
-  stop = true;
+  campaign.Stop();
   for (std::thread& t : threads) t.join();
-  report.progress.elapsed = elapsed();
+  CampaignReport report = std::move(campaign.report_);
+  report.progress.elapsed = campaign.elapsed();
   const bool limit_reached = (options.cases > 0 && report.progress.cases >= options.cases) ||
                              (options.seconds > 0 && report.progress.elapsed >= options.seconds);
-  if (cancelled() && !limit_reached) report.stopped = true;
-  if (!io_status.ok()) return io_status;
+  if (campaign.cancelled() && !limit_reached) report.stopped = true;
+  if (!campaign.io_status_.ok()) return campaign.io_status_;
+  const std::string summary =
+      options.summary_path.empty()
+          ? (std::filesystem::path(options.out_dir) / "summary.json").string()
+          : options.summary_path;
+  std::ofstream file(summary, std::ios::binary | std::ios::trunc);
+  file << report.ToJson(options).dump(2) << "\n";
+  file.close();
+  if (file.fail())
+    return absl::UnavailableError(absl::StrCat("cannot write the summary ", summary));
   return report;
 }
 

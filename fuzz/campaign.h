@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "fuzz/findings.h"
+#include "nlohmann/json.hpp"
 #include "target/partitioner_under_test.h"
 
 namespace spmdcheck::fuzz {
@@ -34,6 +36,21 @@ struct CampaignOptions {
   std::string out_dir = "fuzz-out";
   int64_t jobs = 1;
   double reduce_seconds = 10;  // Per new failure.
+  // Known findings (corpus/xla-findings/known.json): their signatures are counted, not reduced
+  // or written again. Empty: none.
+  std::string known_findings;
+  // Other jaxlibs to try each new XLA finding on: the python of each virtual environment.
+  std::vector<std::string> other_xla_pythons;
+  // For a miscompile XLA's execution shows but the module after spmd-partitioning does not:
+  // name the later pass that broke it (target/pass_bisection.h).
+  bool bisect_passes = true;
+  // `<a>.wasteful.bytes-vs-<b>`: on a program both partitioned correctly, partitioner a's
+  // busiest device receives at least `wasteful_ratio` times, and `wasteful_min_bytes` more
+  // than, partitioner b's.
+  double wasteful_ratio = 2.0;
+  int64_t wasteful_min_bytes = 64;
+  // Where the machine-readable summary goes (default: out_dir/summary.json).
+  std::string summary_path;
 };
 
 struct CampaignFailure {
@@ -43,7 +60,8 @@ struct CampaignFailure {
   std::string signature;
   std::string partitioner;  // The spec.
   bool claim = true;        // A bug claim (false: oracle-only/oracle-disagrees, to investigate).
-  std::string path;         // The reduced repro.
+  std::string path;         // The finding's folder (fuzz/findings.h), empty when known.
+  std::string known_as;     // The known finding it matches (corpus/xla-findings), or empty.
   int64_t first_case = 0;
   uint64_t case_seed = 0;
   int64_t count = 0;  // Cases with this signature.
@@ -51,6 +69,9 @@ struct CampaignFailure {
   int64_t devices_before = 0, devices_after = 0;
   double seconds_to_find = 0;
   std::string message;
+  std::vector<VersionCheck> versions;  // Other jaxlibs.
+  std::string broken_by;               // The pass, for a miscompile made after partitioning.
+  bool has_repro_script = false;
 };
 
 struct CampaignProgress {
@@ -58,6 +79,10 @@ struct CampaignProgress {
   int64_t holds = 0;
   int64_t failures = 0;  // Cases that failed (all signatures).
   int64_t unsupported = 0;
+  int64_t partitionings = 0;  // Cases x partitioners tried.
+  int64_t accepted = 0;       // ... that produced a module (neither rejected nor crashed).
+  int64_t findings = 0;       // Distinct signatures so far (known ones included).
+  int64_t new_findings = 0;   // ... of which not known.
   double elapsed = 0;
 };
 
@@ -72,14 +97,32 @@ struct PartitionerTally {
   double seconds = 0;    // In the partitioner (XLA: compiles).
 };
 
+// Where the campaign's time went, summed over jobs (seconds).
+struct CampaignTimes {
+  double generate = 0;     // Ours: the program generator.
+  double partition = 0;    // The partitioners (XLA: its compiles).
+  double execute = 0;      // XLA's executables (sharded and one-device).
+  double interpreter = 0;  // Ours: our interpreter on the global program, against XLA's.
+  double oracle = 0;       // Ours: the N-device oracle.
+  double reduce = 0;       // Reductions, repros, version checks, pass bisection.
+  double Ours() const { return generate + interpreter + oracle; }
+  double Total() const { return generate + partition + execute + interpreter + oracle + reduce; }
+};
+
 struct CampaignReport {
   CampaignProgress progress;
+  CampaignTimes times;
+  // Cases that contained each pattern of the generator (fuzz/program_gen.h).
+  std::map<std::string, int64_t> pattern_hits;
   std::map<std::string, PartitionerTally> partitioners;
   std::string unavailable;  // Why a partitioner is not there (the campaign stopped at once).
   std::vector<CampaignFailure> failures;               // Unique signatures, first found first.
   std::map<std::string, int64_t> unsupported_reasons;  // First line of the reason -> count.
   bool stopped = false;  // `cancel` was set before the campaign reached its limit.
   std::string ToString() const;
+  // The summary file's content (schema in docs/fuzz.md).
+  nlohmann::json ToJson(const CampaignOptions& options) const;
+  bool HasBugClaim() const;  // A new or known failure that is a bug claim.
 };
 
 // `progress` is called every few hundred milliseconds (from the calling thread). A repro that

@@ -90,6 +90,8 @@ struct GeneratedProgram {
   int64_t num_partitions = 1;
   int64_t instruction_count = 0;  // Entry computation.
   std::shared_ptr<const HloModule> module;
+  // The generator's patterns this program contains (the campaign counts hits per pattern).
+  std::vector<std::string> patterns;
 };
 std::ostream& operator<<(std::ostream& os, const GeneratedProgram& program);
 void showValue(const GeneratedProgram& program, std::ostream& os);

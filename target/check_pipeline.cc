@@ -255,6 +255,7 @@ std::string MismatchText(const oracle::ElementMismatch& m) {
 struct Executions {
   ExecutionCheck end_to_end;
   ExecutionCheck interpreter;
+  double interpreter_seconds = 0;
 };
 
 // XLA's sharded executable vs XLA's single-device run, and our interpreter vs that run, on the
@@ -300,8 +301,12 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
       oracle::EngineOptions engine_options;
       engine_options.seed = options.seed;
       engine_options.max_elements_per_array = options.max_elements_per_array;
+      const auto interpreter_start = std::chrono::steady_clock::now();
       oracle::Engine engine(sent, engine_options);
       absl::StatusOr<std::vector<Literal>> ours = engine.Run({inputs});
+      result.interpreter_seconds +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - interpreter_start)
+              .count();
       if (!ours.ok()) {
         result.interpreter.detail = absl::StrCat("our interpreter: ", ours.status().message());
       } else {
@@ -562,6 +567,7 @@ absl::StatusOr<CheckOutcome> CheckPartitioningImpl(const HloModule& global,
   outcome.self_report = out.report;
   outcome.stats = out.stats;
   outcome.partitioned_text = out.partitioned_text;
+  outcome.pass_dumps = std::move(out.pass_dumps);
   if (out.status != PartitionStatus::kOk) {
     outcome.status = FromPartitionStatus(out.status);
     if (out.status == PartitionStatus::kUnavailable) outcome.finding = Finding::kUnavailable;
@@ -708,6 +714,7 @@ absl::StatusOr<CheckOutcome> CheckPartitioningImpl(const HloModule& global,
                                         output_shardings, options);
   outcome.execution_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - executions_start).count();
+  outcome.interpreter_seconds = executions.interpreter_seconds;
   outcome.xla_end_to_end = executions.end_to_end;
   outcome.interpreter_vs_xla = executions.interpreter;
   const ExecutionCheck& e2e = executions.end_to_end;

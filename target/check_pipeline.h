@@ -87,8 +87,10 @@ struct CheckOutcome {
   std::vector<std::string> notes;  // How the module was prepared, what XLA changed.
   std::string partitioner_spec;
   PartitionerSelfReport self_report;
-  double oracle_seconds = 0;     // Our oracle's check (both programs, every trial).
-  double execution_seconds = 0;  // XLA's executions and our interpreter on the global program.
+  double oracle_seconds = 0;         // Our oracle's check (both programs, every trial).
+  double execution_seconds = 0;      // XLA's executions and our interpreter on the global program.
+  double interpreter_seconds = 0;    // ... of which our interpreter.
+  std::vector<PassDump> pass_dumps;  // The partitioner's, when it was asked for them.
   bool oracle_ran = false;
   oracle::EquivReport report;  // The oracle: partitioned vs global.
   std::optional<ExecutionCheck> xla_end_to_end;

@@ -50,6 +50,12 @@ class Executable {
   virtual int64_t num_devices() const = 0;
 };
 
+// A module as one of the partitioner's passes left it (XLA: a dump of `--xla_dump_hlo_pass_re`).
+struct PassDump {
+  std::string file;  // XLA's dump file name: module_0002.NAME.0012.PIPELINE.after_PASS....txt
+  std::string text;
+};
+
 struct PartitionOutput {
   PartitionStatus status = PartitionStatus::kCrash;
   std::string message;  // Why, for every status but kOk (the stderr tail for crashes).
@@ -68,6 +74,9 @@ struct PartitionOutput {
   std::vector<HloSharding> parameter_shardings;
   std::vector<HloSharding> output_shardings;  // One per result leaf.
   partitioner::PartitionStats stats;          // The reference partitioner's handler counts.
+  // When asked for (XlaPartitioner::set_dump_passes): the module after every pass that changed
+  // it, from the one after spmd-partitioning to the optimised one, in pass order.
+  std::vector<PassDump> pass_dumps;
   PartitionerSelfReport report;
   std::shared_ptr<Executable> executable;  // Null when the partitioner cannot run programs.
 };

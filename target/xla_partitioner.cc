@@ -142,11 +142,18 @@ absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& globa
   nlohmann::json params = {{"hlo", text},
                            {"num_partitions", num_partitions},
                            {"partitioner", shardy_ ? "shardy" : "gspmd"},
-                           {"dumps", true}};
+                           {"dumps", true},
+                           {"dump_passes", dump_passes_}};
   absl::StatusOr<WorkerAnswer> answer =
       worker_->Call("compile", params, timeout_seconds_, num_partitions);
   if (!answer.ok()) return FromCallError(answer.status());
   PartitionOutput output;
+  if (answer->ok() && answer->result.contains("pass_dumps") &&
+      answer->result["pass_dumps"].is_array()) {
+    for (const auto& dump : answer->result["pass_dumps"]) {
+      output.pass_dumps.push_back({StringOr(dump, "file"), StringOr(dump, "text")});
+    }
+  }
   output.report.name = shardy_ ? "shardy" : "xla (GSPMD)";
   output.report.version = worker_->versions();
   output.report.warnings = answer->log;
@@ -249,6 +256,29 @@ absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& globa
   }
   output.status = PartitionStatus::kOk;
   return output;
+}
+
+absl::StatusOr<std::string> XlaPartitioner::StableHloText(const HloModule& global,
+                                                          int64_t num_partitions) {
+  nlohmann::json params = {{"hlo", PrintModule(global)},
+                           {"num_partitions", num_partitions},
+                           {"partitioner", shardy_ ? "shardy" : "gspmd"}};
+  absl::StatusOr<WorkerAnswer> answer =
+      worker_->Call("stablehlo", params, timeout_seconds_, num_partitions);
+  if (!answer.ok()) {
+    if (absl::IsUnavailable(answer.status())) {
+      return absl::UnavailableError(
+          absl::StrCat("XLA is not available: ", answer.status().message()));
+    }
+    return answer.status();
+  }
+  if (!answer->ok()) {
+    return absl::UnknownError(absl::StrCat("the XLA worker could not convert the module (",
+                                           answer->error_kind, "): ", answer->error_message));
+  }
+  const std::string text = StringOr(answer->result, "mlir");
+  if (text.empty()) return absl::DataLossError("the XLA worker returned no StableHLO text");
+  return text;
 }
 
 absl::StatusOr<std::vector<Literal>> XlaPartitioner::RunGlobal(

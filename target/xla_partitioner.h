@@ -26,12 +26,21 @@ class XlaPartitioner : public PartitionerUnderTest {
   absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
                                                  const std::vector<Literal>& arguments) override;
   bool InvalidOutputIsItsFault() const override { return false; }
+  // The StableHLO text XLA compiles for `global` (Shardy: with its shardings imported as sdy
+  // shardings), for standalone repros.
+  absl::StatusOr<std::string> StableHloText(const HloModule& global, int64_t num_partitions);
+  bool shardy() const { return shardy_; }
+  // Dump every pass's output into PartitionOutput::pass_dumps (slower: for pass bisection).
+  void set_dump_passes(bool on) { dump_passes_ = on; }
+  // "jax 0.10.2, jaxlib 0.10.2" once the worker started.
+  std::string versions() const { return worker_->versions(); }
 
  private:
   std::string spec_;
   bool shardy_;
   std::shared_ptr<XlaWorker> worker_;
   double timeout_seconds_;
+  bool dump_passes_ = false;
 };
 
 }  // namespace spmdcheck::target

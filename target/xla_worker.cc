@@ -43,6 +43,8 @@ std::string DefaultXlaPython() {
   return std::string(SPMDCHECK_SOURCE_DIR) + "/.venv/bin/python";
 }
 
+std::string SpmdcheckSourceDir() { return SPMDCHECK_SOURCE_DIR; }
+
 std::string DefaultXlaWorkerScript() {
   if (std::string script = Env("SPMDCHECK_XLA_WORKER"); !script.empty()) return script;
   return std::string(SPMDCHECK_SOURCE_DIR) + "/workers/xla/spmdcheck_xla_worker.py";

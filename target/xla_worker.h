@@ -29,6 +29,9 @@ struct XlaWorkerOptions {
 // $SPMDCHECK_XLA_PYTHON, else $SPMDCHECK_XLA_VENV/bin/python, else the project's .venv.
 std::string DefaultXlaPython();
 std::string DefaultXlaWorkerScript();
+// The checkout spmdcheck was built from: the worker script, the pinned requirements and the
+// known XLA findings (corpus/xla-findings/known.json) live there.
+std::string SpmdcheckSourceDir();
 
 struct WorkerAnswer {
   nlohmann::json result;  // When the request succeeded.

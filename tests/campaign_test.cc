@@ -88,13 +88,22 @@ TEST(Campaign, AFailedReproWriteIsAnError) {
   ASSERT_TRUE(found.ok()) << found.status();
   ASSERT_FALSE(found->failures.empty()) << "the injected bug is expected within 60 cases";
   const std::string signature = found->failures.front().signature;
-  EXPECT_TRUE(std::filesystem::is_regular_file(found->failures.front().path));
+  const std::filesystem::path folder = found->failures.front().path;
+  EXPECT_TRUE(std::filesystem::is_regular_file(folder / "module.hlo"));
+  EXPECT_TRUE(std::filesystem::is_regular_file(folder / "finding.json"));
+  EXPECT_TRUE(std::filesystem::is_regular_file(folder / "inputs.txt"));
+  EXPECT_TRUE(std::filesystem::is_regular_file(folder / "partitioned.hlo"));
+  EXPECT_TRUE(std::filesystem::is_regular_file(folder / "repro.py"));
+  EXPECT_TRUE(
+      std::filesystem::is_regular_file(std::filesystem::path(options.out_dir) / "summary.json"));
   std::filesystem::remove_all(options.out_dir);
 
   options.out_dir = TempDir("full");
   std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(options.out_dir) / signature, ec);
+  ASSERT_FALSE(ec) << ec.message();
   std::filesystem::create_symlink(
-      "/dev/full", std::filesystem::path(options.out_dir) / (signature + ".hlo"), ec);
+      "/dev/full", std::filesystem::path(options.out_dir) / signature / "module.hlo", ec);
   ASSERT_FALSE(ec) << ec.message();
   absl::StatusOr<CampaignReport> failed = RunCampaign(options);
   ASSERT_FALSE(failed.ok());

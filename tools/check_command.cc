@@ -18,7 +18,10 @@
 #include "oracle/equivalence.h"
 #include "partitioner/cost_model.h"
 #include "target/check_pipeline.h"
+#include "target/pass_bisection.h"
 #include "target/reference_partitioner.h"
+#include "target/signature.h"
+#include "target/xla_partitioner.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
 #include "tools/partitioner_flags.h"
@@ -34,7 +37,7 @@ namespace {
 constexpr char kCheckHelp[] =
     R"(usage: spmdcheck check FILE|DIR... [--partitioner SPEC[,SPEC...]] [--num-partitions N] [--trials K]
                        [--seed S] [--stats] [--compare PARTITIONED] [--no-shrink] [--no-widen]
-                       [--no-execute] [--dump DIR] [--inject-bug NAME] [--xla-venv DIR]
+                       [--no-execute] [--dump DIR] [--passes] [--inject-bug NAME] [--xla-venv DIR]
 
 Partitions FILE with the partitioner under test and checks that the partitioned program computes
 FILE's result on every device (random inputs, padding poisoned). For XLA's partitioners three
@@ -52,6 +55,8 @@ files or a directory (its *.hlo): one line per module and partitioner, then a su
   --no-widen              keep bf16/f16/f8 arithmetic in the oracle
   --no-execute            XLA: do not run XLA's executables (a fail is then unconfirmed)
   --dump DIR              write what each partitioner received and produced to DIR
+  --passes                XLA: compile again with every pass dumped and run the oracle on each
+                          dump after spmd-partitioning (which pass broke it; docs/check.md)
   --format text|json      json: one object per partitioner (docs/check.md), nothing else
   --html FILE             also write a page: verdict, wrong devices, collective chain, costs
 )"
@@ -88,8 +93,8 @@ void WriteDump(const std::string& dir, const std::string& spec, const std::strin
 }
 
 // Prints one partitioner's verdict; returns its exit code.
-int Report(const target::CheckOutcome& o, const std::string& reproduce, std::ostream& out,
-           std::ostream& err) {
+int Report(const HloModule& global, const target::CheckOutcome& o, const std::string& reproduce,
+           std::ostream& out, std::ostream& err) {
   if (o.finding == target::Finding::kUnavailable) {
     err << "spmdcheck check: unknown: " << o.message << "\n";
   }
@@ -165,6 +170,11 @@ int Report(const target::CheckOutcome& o, const std::string& reproduce, std::ost
   }
   for (const std::string& warning : o.self_report.warnings) {
     out << "partitioner said: " << warning << "\n";
+  }
+  const target::FailureSignature signature = target::SignatureOf(o.partitioner_spec, o, global);
+  if (!signature.text.empty()) {
+    out << "signature: " << signature.text
+        << (signature.claim ? "" : " (to investigate: not a bug claim)") << "\n";
   }
   out << "reproduce: " << reproduce << "\n";
   return code;
@@ -297,8 +307,9 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
   std::set<std::string> value_flags = {"--num-partitions", "--trials", "--seed", "--compare",
                                        "--dump",           "--format", "--html"};
   value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
-  absl::StatusOr<Args> args = Args::Parse(
-      argv, value_flags, {"--stats", "--no-shrink", "--no-widen", "--no-execute", "--help"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, value_flags,
+                  {"--stats", "--no-shrink", "--no-widen", "--no-execute", "--passes", "--help"});
   if (!args.ok()) return BadInput(err, "check", args.status().message());
   // --format json: the text report goes nowhere, one JSON document is printed at the end.
   const std::string format = args->Get("--format").value_or("text");
@@ -376,12 +387,26 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
     if (!options.shrink) absl::StrAppend(&reproduce, " --no-shrink");
     if (!options.widen_narrow_floats) absl::StrAppend(&reproduce, " --no-widen");
     if (!options.execute) absl::StrAppend(&reproduce, " --no-execute");
-    const int code = Report(*outcome, reproduce, out, err);
+    const int code = Report(**module, *outcome, reproduce, out, err);
     if (format == "json") {
       json_results.push_back(
           viz::CheckOutcomeJson(*outcome, path, reproduce, effective_partitions));
     }
     if (page.has_value()) page->Add(*outcome, reproduce, effective_partitions);
+    if (args->Has("--passes")) {
+      if (auto* xla = dynamic_cast<target::XlaPartitioner*>(partitioner.get())) {
+        absl::StatusOr<target::PassBisection> bisection =
+            target::BisectPasses(**module, *xla, options);
+        if (bisection.ok()) {
+          out << "passes after spmd-partitioning, each against the global program:\n"
+              << bisection->ToString();
+        } else {
+          out << "passes: unknown: " << bisection.status().message() << "\n";
+        }
+      } else {
+        out << "passes: only XLA's partitioners (xla, shardy) dump their passes\n";
+      }
+    }
     if (code == kExitFails || (code == kExitUnknown && worst == kExitHolds)) worst = code;
     if (outcome->judged_global != nullptr) any_xla = true;
     if (dump_dir.has_value()) {

@@ -66,6 +66,7 @@ int RunCheck(const std::vector<std::string>& args, std::ostream& out, std::ostre
 int RunReshard(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunReduce(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunFuzz(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunRepro(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunLint(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace spmdcheck::cli

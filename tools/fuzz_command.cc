@@ -7,13 +7,16 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "fuzz/campaign.h"
 #include "partitioner/injected_bugs.h"
+#include "target/xla_worker.h"
 #include "tools/cli.h"
 #include "tools/partitioner_flags.h"
 
@@ -23,25 +26,35 @@ namespace {
 constexpr char kFuzzHelp[] =
     R"(usage: spmdcheck fuzz [--partitioner SPEC[,SPEC...]] [--seconds T] [--cases K] [--seed S]
                       [--max-devices N] [--inject-bug NAME] [--out DIR] [--jobs J] [--list-bugs]
+                      [--known FILE] [--reduce-seconds T] [--no-bisect] [--summary FILE]
 
 Generates sharded programs (seeded; case i of seed S is always the same program), partitions
 each with every partitioner under test (default: reference; xla and shardy run XLA's, one XLA
 worker per job) and checks it as `spmdcheck check` does. Each new failure signature is reduced
-and written as DIR/<signature>.hlo with a header saying how to reproduce it. For XLA only
-miscompiles confirmed by XLA's own execution, crashes and rejections are failures; what only
-our oracle sees is listed "to investigate".
+while it keeps its signature and handed over as a folder DIR/<signature>/ (module.hlo with a
+header saying how to reproduce it, the partitioned module, the inputs, repro.py that needs
+only jax, finding.json); signatures of known findings are counted, not written again. For XLA
+only miscompiles confirmed by XLA's own execution, crashes and rejections are bug claims; what
+only our oracle sees is listed "to investigate". DIR/summary.json has the whole summary.
   --seconds T        stop after T seconds (default 60)
   --cases K          stop after K cases (default: no limit)
   --seed S           campaign seed (default 1), printed in the summary and every repro
   --max-devices N    largest mesh (default 8)
   --inject-bug NAME  switch on an injected partitioner bug (see --list-bugs)
-  --out DIR          where repros go (default fuzz-out)
+  --out DIR          where findings go (default fuzz-out)
   --jobs J           worker threads (default 1)
+  --known FILE       known findings to triage against (default, for xla/shardy:
+                     corpus/xla-findings/known.json of the checkout; `--known none`: none)
+  --reduce-seconds T time budget per new finding's reduction (default 10; 90 with xla/shardy)
+  --no-bisect        do not look for the XLA pass that broke a miscompile made after
+                     spmd-partitioning
+  --summary FILE     where the JSON summary goes (default DIR/summary.json)
   --list-bugs        list the injectable bugs and exit
 Ctrl-C (SIGINT) or SIGTERM stops the campaign at once and prints the summary so far; a second
 one kills it.
-Exit codes: 0 no failure, 1 failures found (repros written), 2 bad input or a repro that could
-not be written, 3 stopped by a signal before its limit with no failure.
+Exit codes: 0 no new finding but wasteful ones (known findings are listed), 1 new bug claims
+found (written), 2 bad input or a finding that could not be written, 3 no new bug claim but new
+differences to investigate, or stopped by a signal before its limit, or XLA unavailable.
 )";
 
 // Set by SIGINT/SIGTERM while a campaign runs (lock-free, so async-signal-safe).
@@ -78,10 +91,12 @@ class StopSignals {
 }  // namespace
 
 int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  std::set<std::string> value_flags = {"--seconds",     "--cases", "--seed",
-                                       "--max-devices", "--out",   "--jobs"};
+  std::set<std::string> value_flags = {"--seconds", "--cases", "--seed",  "--max-devices",
+                                       "--out",     "--jobs",  "--known", "--reduce-seconds",
+                                       "--summary"};
   value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
-  absl::StatusOr<Args> args = Args::Parse(argv, value_flags, {"--list-bugs", "--help"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, value_flags, {"--list-bugs", "--help", "--no-bisect"});
   if (!args.ok()) return BadInput(err, "fuzz", args.status().message());
   if (args->Has("--help")) {
     out << kFuzzHelp << kPartitionerFlagsHelp;
@@ -131,8 +146,28 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   options.out_dir = args->Get("--out").value_or("fuzz-out");
   options.jobs = *jobs;
   options.cancel = &interrupted;
+  options.other_xla_pythons = choice->other_xla_pythons;
+  options.bisect_passes = !args->Has("--no-bisect");
+  options.summary_path = args->Get("--summary").value_or("");
+  const bool xla = absl::StrContains(options.partitioners, "xla") ||
+                   absl::StrContains(options.partitioners, "gspmd") ||
+                   absl::StrContains(options.partitioners, "shardy");
+  absl::StatusOr<int64_t> reduce_seconds = args->GetInt("--reduce-seconds", xla ? 90 : 10);
+  if (!reduce_seconds.ok() || *reduce_seconds < 0) {
+    return BadInput(err, "fuzz", "--reduce-seconds takes a number of seconds >= 0");
+  }
+  options.reduce_seconds = static_cast<double>(*reduce_seconds);
+  if (std::optional<std::string> known = args->Get("--known")) {
+    if (*known != "none") options.known_findings = *known;
+  } else if (xla) {
+    const std::string path = target::SpmdcheckSourceDir() + "/corpus/xla-findings/known.json";
+    if (std::filesystem::exists(path)) options.known_findings = path;
+  }
   const bool tty = isatty(fileno(stderr)) != 0;
   double last_log = 0;
+  if (!options.known_findings.empty()) {
+    out << "known findings: " << options.known_findings << "\n";
+  }
   out << "spmdcheck fuzz: partitioners " << options.partitioners << ", seed " << options.seed
       << ", max devices " << options.max_devices
       << (options.inject_bug.empty() ? "" : ", injected bug " + options.inject_bug) << ", "
@@ -142,8 +177,11 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   absl::StatusOr<fuzz::CampaignReport> report =
       fuzz::RunCampaign(options, [&](const fuzz::CampaignProgress& p) {
         const std::string line = absl::StrFormat(
-            "cases %d (%.0f/s), failures %d, unsupported %d, elapsed %.0fs", p.cases,
-            p.elapsed > 0 ? p.cases / p.elapsed : 0.0, p.failures, p.unsupported, p.elapsed);
+            "cases %d (%.1f/s), accepted %.1f%%, findings %d (%d new), failures %d, unknown %d, "
+            "elapsed %.0fs",
+            p.cases, p.elapsed > 0 ? p.cases / p.elapsed : 0.0,
+            p.partitionings > 0 ? 100.0 * p.accepted / p.partitionings : 100.0, p.findings,
+            p.new_findings, p.failures, p.unsupported, p.elapsed);
         if (tty) {
           err << "\r" << line << "   " << std::flush;
         } else if (p.elapsed - last_log >= 5) {
@@ -162,14 +200,22 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       << (options.cases > 0 ? absl::StrCat(" --cases ", options.cases)
                             : absl::StrCat(" --seconds ", *seconds))
       << "\n";
+  out << "summary: "
+      << (options.summary_path.empty() ? options.out_dir + "/summary.json" : options.summary_path)
+      << "\n";
   for (const fuzz::CampaignFailure& f : report->failures) {
-    if (f.claim) return kExitFails;
+    if (f.claim && f.known_as.empty()) return kExitFails;
   }
   if (!report->unavailable.empty()) {
     err << "spmdcheck fuzz: unknown: " << report->unavailable << "\n";
     return kExitUnknown;
   }
-  return report->stopped || !report->failures.empty() ? kExitUnknown : kExitHolds;
+  for (const fuzz::CampaignFailure& f : report->failures) {
+    // A new difference only our oracle sees is unknown until investigated (wasteful
+    // partitionings are correct: findings, not unknowns).
+    if (f.known_as.empty() && !absl::StrContains(f.signature, ".wasteful.")) return kExitUnknown;
+  }
+  return report->stopped ? kExitUnknown : kExitHolds;
 }
 
 }  // namespace spmdcheck::cli

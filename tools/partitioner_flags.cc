@@ -2,6 +2,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace spmdcheck::cli {
 
@@ -12,9 +13,14 @@ absl::StatusOr<PartitionerChoice> PartitionerChoiceFromArgs(const Args& args) {
   if (!choice.options.inject_bug.empty()) {
     absl::StrAppend(&choice.reproduce_flags, " --inject-bug ", choice.options.inject_bug);
   }
-  if (std::optional<std::string> venv = args.Get("--xla-venv")) {
-    choice.options.python = *venv + "/bin/python";
-    absl::StrAppend(&choice.reproduce_flags, " --xla-venv ", *venv);
+  if (std::optional<std::string> venvs = args.Get("--xla-venv")) {
+    std::vector<std::string> list = absl::StrSplit(*venvs, ',', absl::SkipEmpty());
+    if (list.empty()) return absl::InvalidArgumentError("--xla-venv takes a directory");
+    choice.options.python = list[0] + "/bin/python";
+    absl::StrAppend(&choice.reproduce_flags, " --xla-venv ", list[0]);
+    for (size_t i = 1; i < list.size(); ++i) {
+      choice.other_xla_pythons.push_back(list[i] + "/bin/python");
+    }
   }
   if (std::optional<std::string> timeout = args.Get("--timeout")) {
     double seconds = 0;

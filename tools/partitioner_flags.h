@@ -6,6 +6,7 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "target/partitioner_under_test.h"
@@ -21,6 +22,9 @@ struct PartitionerChoice {
   target::TargetOptions options;
   // The flags to repeat in a `reproduce:` line (besides --partitioner).
   std::string reproduce_flags;
+  // `--xla-venv A,B,...`: A is the jaxlib under test; the others are where findings are tried
+  // too (their pythons).
+  std::vector<std::string> other_xla_pythons;
 };
 
 absl::StatusOr<PartitionerChoice> PartitionerChoiceFromArgs(const Args& args);
@@ -32,8 +36,9 @@ inline constexpr char kPartitionerFlagsHelp[] =
                           separated by commas (xla,shardy)
   --inject-bug NAME       switch on an injected bug of the reference partitioner
                           (spmdcheck fuzz --list-bugs)
-  --xla-venv DIR          the virtual environment whose jax/jaxlib to test (default: the
-                          project's .venv; also SPMDCHECK_XLA_VENV)
+  --xla-venv DIR[,DIR]    the virtual environment whose jax/jaxlib to test (default: the
+                          project's .venv; also SPMDCHECK_XLA_VENV); fuzz tries each new
+                          finding on the further ones too (other jaxlib versions)
   --timeout SECONDS       per compile (xla, shardy) or per command run (cmd:); default 120
 )";
 

@@ -74,6 +74,9 @@ class Worker:
     from jax._src.interpreters import mlir
     from jax._src.lib import xla_client
     from jax._src.sharding_impls import GSPMDSharding
+    # 64-bit arrays stay 64-bit: without this, device_put turns s64/u64/f64 inputs into 32-bit
+    # buffers and XLA refuses them (RuntimeProgramInputMismatch).
+    jax.config.update("jax_enable_x64", True)
     self.jax, self.np, self.ml_dtypes = jax, np, ml_dtypes
     self.mlir, self.xc, self.xla_bridge = mlir, xla_client, xla_bridge
     self.jax_array, self.jax_core, self.GSPMDSharding = jax_array, jax_core, GSPMDSharding
@@ -186,7 +189,10 @@ class Worker:
     if params.get("dumps", True):
       dump_dir = tempfile.mkdtemp(prefix="dump-", dir=self.scratch)
       debug.xla_dump_to = dump_dir
-      debug.xla_dump_hlo_pass_re = "spmd-partitioning|sharding-propagation|shardy-xla"
+      # Every pass's output for translation validation (which pass broke it), else the few
+      # modules a check reads.
+      debug.xla_dump_hlo_pass_re = (".*" if params.get("dump_passes", False) else
+                                    "spmd-partitioning|sharding-propagation|shardy-xla")
       debug.xla_dump_hlo_as_text = True
     devices = self.xc.DeviceList(tuple(self.devices[:num_partitions]))
     t0 = time.monotonic()
@@ -205,6 +211,8 @@ class Worker:
       result["modules"] = self.read_dumps(dump_dir)
       result["dump_files"] = sorted(
           f for f in os.listdir(dump_dir) if f.endswith(".txt"))
+      if params.get("dump_passes", False):
+        result["pass_dumps"] = self.read_pass_dumps(dump_dir)
       shutil.rmtree(dump_dir, ignore_errors=True)
     result["final_module"] = executable.hlo_modules()[0].to_string()
     try:
@@ -239,6 +247,31 @@ class Worker:
         "partitioned": one("*after_spmd-partitioning*.txt"),
         "optimized": one("*after_optimizations.txt"),
     }
+
+  @staticmethod
+  def read_pass_dumps(dump_dir: str) -> List[Dict[str, str]]:
+    """The modules after each pass that changed it, in pass order, from the module right after
+    spmd-partitioning to the optimised module: [{"file", "text"}]."""
+    numbered = []
+    for name in os.listdir(dump_dir):
+      parts = name.split(".")
+      # module_0002.NAME.0005.PIPELINE.after_PASS.before_NEXT.txt (NAME may hold dots)
+      if not name.endswith(".txt") or ".after_" not in name:
+        continue
+      sequence = next((p for p in parts[1:] if len(p) == 4 and p.isdigit()), None)
+      if sequence is not None:
+        numbered.append((int(sequence), name))
+    numbered.sort()
+    start = next((i for i, (_, n) in enumerate(numbered) if "after_spmd-partitioning" in n), None)
+    if start is None:
+      return []
+    names = [n for _, n in numbered[start:]]
+    names += sorted(n for n in os.listdir(dump_dir) if n.endswith("after_optimizations.txt"))
+    dumps = []
+    for name in names:
+      with open(os.path.join(dump_dir, name)) as f:
+        dumps.append({"file": name, "text": f.read()})
+    return dumps
 
   # --- execute ------------------------------------------------------------------------------
 
@@ -290,6 +323,33 @@ class Worker:
   def release(self, params: Dict[str, Any]) -> Dict[str, Any]:
     return {"released": self.handles.pop(params.get("handle"), None) is not None}
 
+  def stablehlo(self, params: Dict[str, Any]) -> Dict[str, Any]:
+    """The StableHLO module XLA would compile for `hlo` (Shardy: with the module's shardings
+    imported as sdy shardings), as text: what standalone repros compile."""
+    hlo = params.get("hlo")
+    num_partitions = params.get("num_partitions")
+    partitioner = params.get("partitioner", "gspmd")
+    if not isinstance(hlo, str) or not isinstance(num_partitions, int) or num_partitions < 1:
+      raise RequestError("protocol", "stablehlo needs 'hlo' (text) and 'num_partitions' >= 1")
+    if partitioner not in ("gspmd", "shardy"):
+      raise RequestError("protocol", f"unknown partitioner {partitioner!r}")
+    bytecode = self.to_stablehlo(hlo)
+    result: Dict[str, Any] = {"partitioner": partitioner}
+    with self.mlir.make_ir_context():
+      try:
+        module = self.mlir.ir.Module.parse(bytecode)
+      except Exception as e:
+        raise RequestError("rejected", f"StableHLO verifier: {e}") from None
+      if partitioner == "shardy":
+        from shardy_import import Unsupported, import_shardings
+        try:
+          result["shardy_import"] = import_shardings(module, self.mlir.ir, num_partitions,
+                                                      self.xc)
+        except Unsupported as e:
+          raise RequestError("unsupported", f"Shardy import: {e}") from None
+      result["mlir"] = module.operation.get_asm(enable_debug_info=False)
+    return result
+
   def info(self, _params: Dict[str, Any]) -> Dict[str, Any]:
     return dict(self.versions, devices=len(self.devices), handles=len(self.handles))
 
@@ -333,6 +393,7 @@ def serve(args) -> int:
       "compile": worker.compile,
       "execute": worker.execute,
       "release": worker.release,
+      "stablehlo": worker.stablehlo,
       "info": worker.info,
       "to_hlo": lambda params: stablehlo_to_hlo.handle(worker, params, RequestError),
   }

@@ -1,0 +1,159 @@
+#include "fuzz/findings.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "ir/hlo_printer.h"
+#include "target/signature.h"
+
+namespace spmdcheck::fuzz {
+namespace {
+
+absl::Status WriteText(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file << text;
+  file.close();
+  if (file.fail()) {
+    const int error = errno;
+    return absl::UnavailableError(absl::StrCat("cannot write ", path.string(), ": ",
+                                               error != 0 ? std::strerror(error) : "write failed"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::string> Strings(const nlohmann::json& value) {
+  std::vector<std::string> out;
+  if (!value.is_array()) return out;
+  for (const auto& v : value) {
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+std::string OneLine(const std::string& text) { return absl::StrReplaceAll(text, {{"\n", " "}}); }
+
+}  // namespace
+
+absl::StatusOr<std::vector<KnownFinding>> LoadKnownFindings(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("no known findings at ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  if (json.is_discarded() || !json.is_object() || !json.contains("findings") ||
+      !json["findings"].is_array()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": not a known-findings file (an object with a \"findings\" list)"));
+  }
+  std::vector<KnownFinding> known;
+  for (const auto& entry : json["findings"]) {
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": a finding without a name"));
+    }
+    KnownFinding k;
+    k.name = entry["name"].get<std::string>();
+    k.signatures = Strings(entry.value("signatures", nlohmann::json::array()));
+    k.jax_versions = Strings(entry.value("jax_versions", nlohmann::json::array()));
+    k.status = entry.value("status", "");
+    k.upstream = entry.value("upstream", "");
+    known.push_back(std::move(k));
+  }
+  return known;
+}
+
+const KnownFinding* FindKnown(const std::vector<KnownFinding>& known,
+                              const std::string& signature) {
+  for (const KnownFinding& k : known) {
+    for (const std::string& s : k.signatures) {
+      if (s == signature) return &k;
+    }
+  }
+  return nullptr;
+}
+
+nlohmann::json FindingRecord::ToJson() const {
+  nlohmann::json versions_json = nlohmann::json::array();
+  for (const VersionCheck& v : versions) {
+    versions_json.push_back({{"venv", v.venv}, {"versions", v.versions}, {"verdict", v.verdict}});
+  }
+  return {{"signature", signature},
+          {"partitioner", partitioner},
+          {"partitioner_version", partitioner_version},
+          {"bug_claim", claim},
+          {"campaign", campaign},
+          {"first_case", first_case},
+          {"case_seed", case_seed},
+          {"seconds_to_find", seconds_to_find},
+          {"reproduce", reproduce},
+          {"message", message},
+          {"first_divergence", divergence},
+          {"reduction", reduction},
+          {"other_versions", versions_json},
+          {"broken_by_pass", broken_by},
+          {"repro_note", repro_note}};
+}
+
+absl::StatusOr<std::string> WriteFindingFolder(const std::string& dir, const FindingRecord& record,
+                                               const FindingFiles& files) {
+  const std::filesystem::path folder =
+      std::filesystem::path(dir) / target::SanitizedName(record.signature);
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create ", folder.string(), ": ", ec.message()));
+  }
+  std::ostringstream header;
+  header << "// spmdcheck fuzz finding: " << record.signature
+         << (record.claim ? "" : " (to investigate: not a bug claim)") << "\n"
+         << "// partitioner: " << record.partitioner
+         << (record.partitioner_version.empty() ? "" : " (" + record.partitioner_version + ")")
+         << "\n"
+         << "// found by: " << record.campaign << " (case " << record.first_case << ", case seed "
+         << record.case_seed << ")\n"
+         << "// reproduce: " << record.reproduce << "\n"
+         << "// expected vs actual: " << OneLine(record.message) << "\n";
+  if (!record.divergence.empty()) {
+    header << "// first divergence: " << OneLine(record.divergence) << "\n";
+  }
+  if (!record.broken_by.empty()) header << "// broken by: " << OneLine(record.broken_by) << "\n";
+  for (const VersionCheck& v : record.versions) {
+    header << "// " << (v.versions.empty() ? v.venv : v.versions) << ": " << v.verdict << "\n";
+  }
+  header << "// " << OneLine(record.reduction) << "\n";
+  if (absl::Status s = WriteText(folder / "module.hlo", header.str() + PrintModule(*files.module));
+      !s.ok()) {
+    return s;
+  }
+  if (!files.partitioned_text.empty()) {
+    if (absl::Status s = WriteText(folder / "partitioned.hlo", files.partitioned_text); !s.ok()) {
+      return s;
+    }
+  }
+  if (!files.inputs.empty()) {
+    std::string inputs;
+    for (size_t i = 0; i < files.inputs.size(); ++i) {
+      absl::StrAppend(&inputs, "parameter ", i, ": ", files.inputs[i].ToString(), "\n");
+    }
+    if (absl::Status s = WriteText(folder / "inputs.txt", inputs); !s.ok()) return s;
+  }
+  if (!files.repro_script.empty()) {
+    if (absl::Status s = WriteText(folder / "repro.py", files.repro_script); !s.ok()) return s;
+  }
+  nlohmann::json json = record.ToJson();
+  json["files"] = {{"module", "module.hlo"},
+                   {"partitioned", files.partitioned_text.empty() ? "" : "partitioned.hlo"},
+                   {"inputs", files.inputs.empty() ? "" : "inputs.txt"},
+                   {"repro", files.repro_script.empty() ? "" : "repro.py"}};
+  if (absl::Status s = WriteText(folder / "finding.json", json.dump(2) + "\n"); !s.ok()) return s;
+  return folder.string();
+}
+
+}  // namespace spmdcheck::fuzz

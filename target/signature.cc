@@ -1,0 +1,123 @@
+#include "target/signature.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "absl/strings/str_cat.h"
+
+namespace spmdcheck::target {
+namespace {
+
+// The opcode of the global instruction `name` in `program`, or `name` itself.
+std::string OpcodeOf(const HloModule& program, const std::string& name) {
+  for (const auto& c : program.computations()) {
+    if (HloInstruction* i = c->FindInstruction(name)) {
+      return std::string(HloOpcodeString(i->opcode()));
+    }
+  }
+  return name;
+}
+
+// The opcode of the global instruction a failure points at: the first diverging one, else the
+// root (for crashes: the instruction the message starts with).
+std::string Where(const CheckOutcome& outcome, const HloModule& program) {
+  if (outcome.report.verdict == Verdict::kFails && outcome.report.first_divergence.has_value()) {
+    const std::string& holds = outcome.report.first_divergence->holds;
+    // The name is one of the module the oracle judged against (XLA: the module XLA received,
+    // which renames instructions, d -> d.1).
+    if (outcome.judged_global != nullptr) {
+      const std::string op = OpcodeOf(*outcome.judged_global, holds);
+      if (op != holds) return op;
+    }
+    for (const std::string& name : {holds, holds.substr(0, holds.rfind('.'))}) {
+      const std::string op = OpcodeOf(program, name);
+      if (op != name) return op;
+    }
+  }
+  if (outcome.status == CheckStatus::kCrash && outcome.judged_global == nullptr) {
+    const std::string& m = outcome.message;
+    const std::string first = m.substr(0, std::min<size_t>(m.find_first_of(" :("), 24));
+    const std::string op = OpcodeOf(program, first);
+    if (op != first) return op;
+  }
+  return std::string(HloOpcodeString(program.entry()->root()->opcode()));
+}
+
+// Where in XLA a crash or rejection happened: the source file of its first `file.cc:LINE`
+// (`spmd_partitioner_util` of "F1201 ... spmd_partitioner_util.h:118] Check failed"), else
+// `fallback`.
+std::string XlaSourceFile(const std::string& message, const std::string& fallback) {
+  if (message.find("can't be translated to XLA HLO") != std::string::npos) {
+    return "stablehlo-to-hlo";
+  }
+  for (const char* ext : {".cc:", ".h:"}) {
+    const size_t at = message.find(ext);
+    if (at == std::string::npos) continue;
+    size_t begin = at;
+    while (begin > 0 && (std::isalnum(static_cast<unsigned char>(message[begin - 1])) ||
+                         message[begin - 1] == '_')) {
+      --begin;
+    }
+    if (begin < at) return message.substr(begin, at - begin);
+  }
+  return fallback;
+}
+
+}  // namespace
+
+std::string SanitizedName(const std::string& text) {
+  std::string out = text;
+  for (char& ch : out) {
+    if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '.' || ch == '-')) ch = '_';
+  }
+  return out;
+}
+
+std::string SignaturePrefix(const std::string& spec) {
+  return spec == "reference" ? "" : SanitizedName(spec);
+}
+
+FailureSignature SignatureOf(const std::string& spec, const CheckOutcome& outcome,
+                             const HloModule& program) {
+  FailureSignature signature;
+  signature.claim = true;
+  const bool ours = spec == "reference";
+  std::string kind;
+  switch (outcome.status) {
+    case CheckStatus::kHolds:
+      return {};
+    case CheckStatus::kFails:
+      kind = ours
+                 ? "wrong-result." + Where(outcome, program)
+                 : (outcome.finding == Finding::kConfirmedByXla ? "miscompile." : "wrong-result.") +
+                       Where(outcome, program);
+      break;
+    case CheckStatus::kCrash:
+      kind =
+          "crash." + (ours ? Where(outcome, program) : XlaSourceFile(outcome.message, "compile"));
+      break;
+    case CheckStatus::kRejected:
+      kind = "xla-rejects-valid." + XlaSourceFile(outcome.message, "compile");
+      break;
+    case CheckStatus::kTimeout:
+      kind = "timeout";
+      signature.claim = false;
+      break;
+    case CheckStatus::kUnsupported:
+      if (outcome.finding == Finding::kOracleOnly) {
+        kind = "oracle-only." + Where(outcome, program);
+      } else if (outcome.finding == Finding::kOracleDisagrees) {
+        kind = "oracle-disagrees." + Where(outcome, program);
+      } else if (outcome.finding == Finding::kReadsInputPadding) {
+        kind = "reads-input-padding." + Where(outcome, program);
+      } else {
+        return {};
+      }
+      signature.claim = false;
+      break;
+  }
+  signature.text = SanitizedName(ours ? kind : absl::StrCat(spec, ".", kind));
+  return signature;
+}
+
+}  // namespace spmdcheck::target

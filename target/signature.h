@@ -1,0 +1,41 @@
+// Failure signatures: what kind of failure a check outcome is, and where, in one short string
+// that the campaign deduplicates on and the reducer keeps while it shrinks a module.
+//
+//   reference:    wrong-result.<op>, crash.<op>
+//   XLA (xla./shardy. prefix, or cmd:... sanitised):
+//     miscompile.<op>           XLA's sharded executable differs from its one-device run
+//     wrong-result.<op>         our oracle's verdict for a partitioner without executables
+//     crash.<file>              XLA aborted (the source file of its CHECK failure)
+//     xla-rejects-valid.<file>  XLA refused a module our verifier accepts
+//     timeout
+//     oracle-only.<op>, oracle-disagrees.<op>, reads-input-padding.<op>   (to investigate)
+//     wasteful.<pattern>        correct but costlier (see campaign.h)
+// <op> is the opcode of the first diverging global instruction, else of the root.
+#ifndef SPMDCHECK_TARGET_SIGNATURE_H_
+#define SPMDCHECK_TARGET_SIGNATURE_H_
+
+#include <string>
+
+#include "ir/hlo_module.h"
+#include "target/check_pipeline.h"
+
+namespace spmdcheck::target {
+
+struct FailureSignature {
+  std::string text;    // Empty: no failure (holds, or a plain unknown).
+  bool claim = false;  // A bug claim (false: a difference to investigate, a timeout).
+};
+
+// `spec` is the partitioner's spec; `program` the global module that was checked.
+FailureSignature SignatureOf(const std::string& spec, const CheckOutcome& outcome,
+                             const HloModule& program);
+
+// The signature prefix of a partitioner spec (`xla`, `shardy`, `cmd_...`; empty for ours).
+std::string SignaturePrefix(const std::string& spec);
+
+// A signature as a file or folder name.
+std::string SanitizedName(const std::string& text);
+
+}  // namespace spmdcheck::target
+
+#endif  // SPMDCHECK_TARGET_SIGNATURE_H_
