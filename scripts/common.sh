@@ -6,7 +6,7 @@ SPMDCHECK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SPMDCHECK_BUILD_DIR="${SPMDCHECK_BUILD_DIR:-$SPMDCHECK_ROOT/build}"
 SPMDCHECK_PACKAGES=(cmake ninja-build g++ pkg-config librapidcheck-dev libz3-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3 python3-jsonschema
-  python3-venv ccache nlohmann-json3-dev clang-format libmimalloc-dev)
+  python3-venv ccache nlohmann-json3-dev clang-format libmimalloc-dev chromium chromium-driver)
 
 spmdcheck_install_packages() {
   local missing=()
@@ -51,22 +51,30 @@ spmdcheck_build() {
   fi
 }
 
-# The XLA worker's Python environment: a virtual environment (default .venv in the checkout;
+# The project's Python environment: a virtual environment (default .venv in the checkout;
 # SPMDCHECK_XLA_VENV points at another) with the pinned jax/jaxlib of
-# workers/xla/requirements.txt, installed when missing or when the requirements changed. Under
-# CI=true a failed install is an error; elsewhere everything but the XLA partitioners still works
-# and `--partitioner xla` answers "unknown: XLA is not available".
+# workers/xla/requirements.txt, the pinned selenium of tests/requirements-browser.txt (the
+# browser test) and the spmdcheck Python package (python/, installed editable), installed when
+# missing or when any of them changed (the stamp holds what was installed). Under CI=true a
+# failed install is an error; elsewhere everything but the XLA partitioners still works and
+# `--partitioner xla` answers "unknown: XLA is not available".
 spmdcheck_python_env() {
   local venv="${SPMDCHECK_XLA_VENV:-$SPMDCHECK_ROOT/.venv}"
   local requirements="$SPMDCHECK_ROOT/workers/xla/requirements.txt"
+  local browser="$SPMDCHECK_ROOT/tests/requirements-browser.txt"
+  local package="$SPMDCHECK_ROOT/python"
   local stamp="$venv/.spmdcheck-requirements"
-  if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && cmp -s "$requirements" "$stamp"; then
+  local wanted
+  wanted="$(cat "$requirements" "$browser" "$package/pyproject.toml"; echo "package: $package")"
+  if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
     return 0
   fi
-  echo "setting up the XLA worker's Python environment in $venv (pinned jax, see $requirements)"
+  echo "setting up the Python environment in $venv (pinned jax, see $requirements; python/)"
   if { [ -x "$venv/bin/python" ] || python3 -m venv "$venv"; } &&
-    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements"; then
-    cp "$requirements" "$stamp"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" \
+      -r "$browser" &&
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$package"; then
+    printf '%s\n' "$wanted" > "$stamp"
     return 0
   fi
   if [ "${CI:-}" = "true" ]; then

@@ -25,6 +25,7 @@
 #include "tools/cli.h"
 #include "tools/module_loading.h"
 #include "tools/partitioner_flags.h"
+#include "viz/report_pages.h"
 
 namespace spmdcheck::cli {
 
@@ -56,6 +57,8 @@ files or a directory (its *.hlo): one line per module and partitioner, then a su
   --dump DIR              write what each partitioner received and produced to DIR
   --passes                XLA: compile again with every pass dumped and run the oracle on each
                           dump after spmd-partitioning (which pass broke it; docs/check.md)
+  --format text|json      json: one object per partitioner (docs/check.md), nothing else
+  --html FILE             also write a page: verdict, wrong devices, collective chain, costs
 )"
     R"(Exit codes: 0 holds, 1 fails (a counterexample, a crash, or a finding such as
 xla-rejects-valid-module), 2 bad input, 3 unknown (unsupported, a limit, oracle-only,
@@ -300,16 +303,26 @@ int CheckMany(const std::vector<std::string>& files,
 
 }  // namespace
 
-int RunCheck(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
+int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::ostream& err) {
   std::set<std::string> value_flags = {"--num-partitions", "--trials", "--seed", "--compare",
-                                       "--dump"};
+                                       "--dump",           "--format", "--html"};
   value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
   absl::StatusOr<Args> args =
       Args::Parse(argv, value_flags,
                   {"--stats", "--no-shrink", "--no-widen", "--no-execute", "--passes", "--help"});
   if (!args.ok()) return BadInput(err, "check", args.status().message());
+  // --format json: the text report goes nowhere, one JSON document is printed at the end.
+  const std::string format = args->Get("--format").value_or("text");
+  if (format != "text" && format != "json") {
+    return BadInput(err, "check", "--format must be text or json");
+  }
+  std::ostringstream text_discarded;
+  std::ostream& out = format == "json" ? text_discarded : real_out;
+  nlohmann::json json_results = nlohmann::json::array();
+  std::optional<viz::CheckPage> page;
+  if (args->Has("--html")) page.emplace(args->positional().empty() ? "" : args->positional()[0]);
   if (args->Has("--help")) {
-    out << kCheckHelp << kPartitionerFlagsHelp;
+    real_out << kCheckHelp << kPartitionerFlagsHelp;
     return kExitHolds;
   }
   if (args->positional().empty()) {
@@ -340,6 +353,9 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   options.execute = !args->Has("--no-execute");
   const std::string& path = args->positional()[0];
   if (args->positional().size() > 1 || std::filesystem::is_directory(path)) {
+    if (format == "json" || page.has_value()) {
+      return BadInput(err, "check", "--format json and --html take one FILE");
+    }
     absl::StatusOr<std::vector<std::string>> files = ExpandPaths(args->positional());
     if (!files.ok()) return BadInput(err, "check", files.status().message());
     return CheckMany(*files, *partitioners, options, out, err);
@@ -372,6 +388,11 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     if (!options.widen_narrow_floats) absl::StrAppend(&reproduce, " --no-widen");
     if (!options.execute) absl::StrAppend(&reproduce, " --no-execute");
     const int code = Report(**module, *outcome, reproduce, out, err);
+    if (format == "json") {
+      json_results.push_back(
+          viz::CheckOutcomeJson(*outcome, path, reproduce, effective_partitions));
+    }
+    if (page.has_value()) page->Add(*outcome, reproduce, effective_partitions);
     if (args->Has("--passes")) {
       if (auto* xla = dynamic_cast<target::XlaPartitioner*>(partitioner.get())) {
         absl::StatusOr<target::PassBisection> bisection =
@@ -426,6 +447,12 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   if (compared != nullptr) {
     out << "compared (" << *args->Get("--compare")
         << "): " << CostLine(*compared, compared->num_partitions()) << "\n";
+  }
+  if (format == "json") real_out << nlohmann::json{{"results", json_results}}.dump(2) << "\n";
+  if (page.has_value()) {
+    if (absl::Status written = page->Write(*args->Get("--html")); !written.ok()) {
+      return BadInput(err, "check", written.message());
+    }
   }
   return worst;
 }

@@ -65,7 +65,7 @@ int RunEquiv(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   options.max_elements_per_array = *max_elements;
   options.float_inputs = args->Has("--float");
   options.same_input_everywhere = args->Has("--same-input-everywhere");
-  absl::StatusOr<std::string> source = ReadFile(args->positional()[1]);
+  absl::StatusOr<std::string> source = ReadModuleText(args->positional()[1]);
   if (source.ok()) options.partitioned_source = *std::move(source);
   absl::StatusOr<oracle::EquivReport> report = oracle::CheckEquivalence(**first, **second, options);
   if (!report.ok()) return BadInput(err, "equiv", report.status().message());

@@ -4,6 +4,7 @@
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "tools/cli.h"
+#include "tools/module_loading.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -31,7 +32,7 @@ int RunFmt(const std::vector<std::string>& argv, std::ostream& out, std::ostream
     return kExitBadInput;
   }
   const std::string& path = args->positional()[0];
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = ReadModuleText(path);
   if (!text.ok()) return BadInput(err, "fmt", text.status().message());
   ParseOptions options;
   options.path = path;

@@ -12,6 +12,7 @@
 #include "lint/topology.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
+#include "viz/report_pages.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -32,6 +33,8 @@ values. Chains that do not implement their own sharding annotations are reported
                        ,cross=F (a byte crossing domains costs F; default 8)
   --format F           text (default), json (docs/lint.md), sarif (SARIF 2.1.0)
   --timeout-ms MS      per proof (default 20000); a timeout makes a finding `unproven`
+  --html FILE          also write a page: each chain before and after between device groups,
+                       both costs, the hint, the proof
 Exit codes: 0 no proved finding, 1 a proved finding or an incorrect chain, 2 bad input.
 )";
 
@@ -39,7 +42,8 @@ Exit codes: 0 no proved finding, 1 a proved finding or an incorrect chain, 2 bad
 
 int RunLint(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
   absl::StatusOr<Args> args = Args::Parse(
-      argv, {"--num-partitions", "--global", "--topology", "--format", "--timeout-ms"}, {"--help"});
+      argv, {"--num-partitions", "--global", "--topology", "--format", "--timeout-ms", "--html"},
+      {"--help"});
   if (!args.ok()) return BadInput(err, "lint", args.status().message());
   if (args->Has("--help")) {
     out << kLintHelp;
@@ -55,7 +59,7 @@ int RunLint(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
                     absl::StrCat("--format must be text, json or sarif, not '", format, "'"));
   }
   const std::string path = args->positional()[0];
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = ReadModuleText(path);
   if (!text.ok()) return BadInput(err, "lint", text.status().message());
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
   if (!module.ok()) return BadInput(err, "lint", module.status().message());
@@ -89,6 +93,10 @@ int RunLint(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   absl::StatusOr<lint::LintReport> report = lint::LintModule(**module, *text, options);
   if (!report.ok()) return BadInput(err, "lint", report.status().message());
   report->path = path;
+  if (std::optional<std::string> html = args->Get("--html")) {
+    absl::Status written = viz::WriteLintPage(*html, *report, **module);
+    if (!written.ok()) return BadInput(err, "lint", written.message());
+  }
   if (format == "json") {
     out << lint::FormatJson(*report);
   } else if (format == "sarif") {

@@ -8,6 +8,7 @@
 #include "ir/hlo_parser.h"
 #include "ir/verifier.h"
 #include "tools/cli.h"
+#include "tools/module_loading.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -64,7 +65,7 @@ int RunParse(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   const std::vector<std::string> files = ExpandPaths(args->positional());
   int64_t ok = 0, failed = 0, instructions_total = 0;
   for (const std::string& path : files) {
-    absl::StatusOr<std::string> text = ReadFile(path);
+    absl::StatusOr<std::string> text = ReadModuleText(path);
     if (!text.ok()) {
       err << text.status().message() << "\n";
       ++failed;

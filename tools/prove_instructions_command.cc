@@ -55,7 +55,7 @@ int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out
   if (!timeout.ok()) return BadInput(err, kCommand, timeout.status().message());
   if (*timeout <= 0) return BadInput(err, kCommand, "--timeout-ms must be positive");
 
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = ReadModuleText(path);
   if (!text.ok()) return BadInput(err, kCommand, text.status().message());
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
   if (!module.ok()) return BadInput(err, kCommand, module.status().message());

@@ -9,24 +9,31 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "ir/hlo_parser.h"
+#include "ir/mesh.h"
+#include "ir/partition_spec.h"
 #include "ir/replica_groups.h"
+#include "ir/sdy_sharding.h"
 #include "ir/shape.h"
 #include "ir/sharding.h"
 #include "ir/tile_assignment.h"
 #include "tools/cli.h"
+#include "viz/html.h"
+#include "viz/sharding_picture.h"
 
 namespace spmdcheck::cli {
 namespace {
 
 constexpr char kCommand[] = "sharding";
 
-constexpr char kShardingHelp[] = R"(usage: spmdcheck sharding <verb> SHARDING [flags]
+constexpr char kShardingHelp[] = R"help(usage: spmdcheck sharding <verb> SHARDING [flags]
 
 Inspects one XLA sharding, written as in HLO text (quote it for the shell), e.g.
 '{devices=[2,2]<=[2,2]T(1,0)}' or '{devices=[2,1,2]0,1,2,3 last_tile_dim_replicate}'.
@@ -34,14 +41,24 @@ Inspects one XLA sharding, written as in HLO text (quote it for the shell), e.g.
 verbs:
   expand SHARDING [--num-partitions N]        every tile assignment as an explicit device list
   canon SHARDING [--num-partitions N]         canonical form: iota wherever the devices are one
-  show SHARDING --shape SHAPE [--num-partitions N]
+  show SHARDING --shape SHAPE [--num-partitions N] [--svg FILE] [--html FILE] [--mesh MESH]
                                               the index range each device holds of an array
+                                              (and a picture of the tiles and the mesh)
   groups SHARDING --dims D,D,... [--explicit] replica groups of the devices that differ only
                                               in those tile dims (what an all-gather uses)
+  from-spec SPEC --mesh MESH [--shape SHAPE]  JAX's PartitionSpec, e.g. "P('data', None)", as an
+                                              HloSharding
+  to-spec SHARDING --mesh MESH [--shape SHAPE]
+                                              the PartitionSpec of a sharding, or why it has none
+  from-sdy SDY [--mesh MESH] [--shape SHAPE] [--manual-axes A,B]
+                                              Shardy's #sdy.sharding<@mesh, [...]> as an HloSharding
+  to-sdy SHARDING [--mesh MESH] [--shape SHAPE]
+                                              the Shardy sharding (and a mesh when none is given)
 
 Run `spmdcheck sharding <verb> --help` for details.
-Exit code: 0 on success, 2 on bad input (malformed sharding, mismatch, unknown verb or flag).
-)";
+Exit code: 0 on success, 1 when to-spec/to-sdy finds no such form (the reason is printed),
+2 on bad input (malformed sharding, mismatch, unknown verb or flag).
+)help";
 
 constexpr char kExpandHelp[] = R"(usage: spmdcheck sharding expand SHARDING [--num-partitions N]
 
@@ -79,6 +96,12 @@ else the number of devices of the tile assignment.
 A tuple SHAPE is shown leaf by leaf (a non-tuple sharding applies to every leaf).
   --shape SHAPE       the array (or tuple) shape, required
   --num-partitions N  number of partitions; the sharding must use exactly devices 0..N-1
+  --svg FILE          also draw it: the tiles coloured by device with every replica listed
+                      (panels for rank > 2 and for manual groups), and the device mesh
+  --html FILE         the same picture in a self-contained page with a device table (hover a
+                      tile or a device to see where it lives)
+  --mesh MESH         the mesh to draw (data=2,model=4 or Shardy's <[...]>); default: a mesh
+                      made from the sharding's device-id digits
 )";
 
 constexpr char kGroupsHelp[] =
@@ -93,6 +116,65 @@ an explicit list.
   --dims D,D,...  tile dims to group along, required
   --explicit      always print the explicit list {{0,1},{2,3}}
 )";
+
+constexpr char kMeshHelp[] =
+    R"help(MESH is `data=2,model=4` (axis sizes, major first; device order 0..N-1), optionally with the
+device order: `data=2,model=4 devices=[2,4]<=[4,2]T(1,0)` or `devices=[2,4]0,2,4,6,1,3,5,7`; or
+Shardy's `<["data"=2, "model"=4], device_ids=[...]>` (also `sdy.mesh @mesh = <...>`).
+)help";
+
+constexpr char kFromSpecHelp[] =
+    R"help(usage: spmdcheck sharding from-spec SPEC --mesh MESH [--shape SHAPE]
+
+Prints the HloSharding that JAX's NamedSharding(mesh, SPEC) lowers to, e.g.
+  spmdcheck sharding from-spec "P('data', None)" --mesh data=2,model=4 --shape f32[8,16]
+prints {devices=[2,1,4]<=[8] last_tile_dim_replicate}. SPEC is P(...) or PartitionSpec(...)
+with entries None, 'axis', ('axis', 'axis') (one dim split by several axes, major first) and
+P.UNCONSTRAINED, and optionally unreduced={'axis'}. Mesh axes SPEC does not name replicate the
+array. A SPEC shorter than the shape's rank leaves the trailing dims whole.
+  --mesh MESH    required (see below)
+  --shape SHAPE  the array (rank and validation); default: rank = SPEC's length
+)help";
+
+constexpr char kToSpecHelp[] =
+    R"help(usage: spmdcheck sharding to-spec SHARDING --mesh MESH [--shape SHAPE]
+
+Prints the PartitionSpec over MESH that places every tile where SHARDING does, e.g.
+'{devices=[2,1,4]<=[8] last_tile_dim_replicate}' over data=2,model=4 prints P('data', None).
+When there is none it says why and exits 1: a device order that is no view of the mesh (an
+explicit device list no assignment of the mesh axes gives), a tile dim that splits a mesh axis
+(Shardy's sub-axes can say that: to-sdy), manual shardings (shard_map), maximal shardings.
+  --mesh MESH    required (see below)
+  --shape SHAPE  the array (rank and validation); default: the sharding's tiled rank
+)help";
+
+constexpr char kFromSdyHelp[] =
+    R"help(usage: spmdcheck sharding from-sdy SDY [--mesh MESH] [--shape SHAPE] [--manual-axes A,B]
+
+Prints the HloSharding of a Shardy sharding, as XLA's Shardy export writes it, e.g.
+  spmdcheck sharding from-sdy '#sdy.sharding<@mesh, [{"data"}, {}]>' --mesh '<["data"=2, "model"=4]>'
+SDY is `#sdy.sharding<@mesh, [{"a"}, {"b":(2)2, ?}], replicated={"c"}>` or its bare `<...>`
+form (escaped quotes \" as in HLO dumps are accepted); --mesh gives the referenced mesh unless
+the sharding has an inline `mesh<[...]>`. Open dims (?), priorities (p1) and replicated={...}
+do not change where tiles live; unreduced={...} becomes an unreduced subgroup.
+  --mesh MESH         the mesh @name refers to (see below)
+  --shape SHAPE       validate against an array
+  --manual-axes A,B   the sharding is inside a manual computation over these axes (manual
+                      subgroup, as inside shard_map)
+)help";
+
+constexpr char kToSdyHelp[] =
+    R"help(usage: spmdcheck sharding to-sdy SHARDING [--mesh MESH] [--shape SHAPE]
+
+Prints SHARDING as a Shardy sharding over MESH: a line `sdy.mesh @mesh = <[...]>` and the
+`#sdy.sharding<@mesh, [...]>`. Without --mesh the mesh is made from the sharding: its device-id
+digits as axes x0, x1, ... (major first) when the device array is a transposed iota, else one
+axis per tile dim with `device_ids` in the sharding's order. Tile dims that split a mesh axis use
+sub-axes ("x":(1)2). Exits 1 with the reason when SHARDING has no Shardy form over MESH (manual
+shardings are an sdy.manual_computation's manual_axes, not a tensor sharding).
+  --mesh MESH    the mesh (see below)
+  --shape SHAPE  the array (rank and validation)
+)help";
 
 absl::Status Invalid(absl::string_view message) { return absl::InvalidArgumentError(message); }
 
@@ -303,6 +385,8 @@ void ShowLeaf(const HloSharding& sharding, const Shape& shape, int64_t n, std::o
   if (shape.rank() <= 2) PrintGrid(sharding, shape, out);
 }
 
+absl::StatusOr<Mesh> MeshArg(const Args& args, bool required);
+
 int RunShow(const Args& args, std::ostream& out, std::ostream& err) {
   absl::StatusOr<HloSharding> sharding = ParseShardingArg(args.positional());
   if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
@@ -314,6 +398,24 @@ int RunShow(const Args& args, std::ostream& out, std::ostream& err) {
   if (!shape.ok()) return BadInput(err, kCommand, shape.status().message());
   absl::StatusOr<int64_t> n = CheckPartitions(args, *sharding, *shape);
   if (!n.ok()) return BadInput(err, kCommand, n.status().message());
+  if (args.Has("--svg") || args.Has("--html")) {
+    viz::ShardingPictureOptions options;
+    options.num_devices = *n;
+    if (args.Has("--mesh")) {
+      absl::StatusOr<Mesh> mesh = MeshArg(args, true);
+      if (!mesh.ok()) return BadInput(err, kCommand, mesh.status().message());
+      options.mesh = *std::move(mesh);
+    }
+    for (const char* flag : {"--svg", "--html"}) {
+      if (!args.Has(flag)) continue;
+      absl::StatusOr<std::string> picture = std::string(flag) == "--svg"
+                                                ? viz::ShardingSvg(*sharding, *shape, options)
+                                                : viz::ShardingHtml(*sharding, *shape, options);
+      if (!picture.ok()) return BadInput(err, kCommand, picture.status().message());
+      absl::Status written = viz::WriteTextFile(*args.Get(flag), *picture);
+      if (!written.ok()) return BadInput(err, kCommand, written.message());
+    }
+  }
   out << "sharding " << sharding->ToString(false) << " on " << shape->ToString(false) << "\n";
   if (!shape->IsTuple()) {
     ShowLeaf(*sharding, *shape, *n, out);
@@ -383,6 +485,188 @@ int RunGroups(const Args& args, std::ostream& out, std::ostream& err) {
   return kExitHolds;
 }
 
+// ------------------------------------------------------------- notations (spec, sdy)
+
+// --shape when given, and its rank (-1 when absent).
+absl::StatusOr<std::optional<Shape>> OptionalShape(const Args& args) {
+  std::optional<std::string> text = args.Get("--shape");
+  if (!text.has_value()) return std::optional<Shape>();
+  absl::StatusOr<Shape> shape = ParseShape(*text);
+  if (!shape.ok()) return shape.status();
+  if (!shape->IsArray()) return Invalid("--shape must be an array shape, not a tuple");
+  return std::optional<Shape>(*std::move(shape));
+}
+
+absl::StatusOr<Mesh> MeshArg(const Args& args, bool required) {
+  std::optional<std::string> text = args.Get("--mesh");
+  if (!text.has_value()) {
+    if (required) return Invalid("needs --mesh MESH (e.g. --mesh data=2,model=4)");
+    return absl::NotFoundError("no --mesh");
+  }
+  absl::StatusOr<Mesh> mesh = ParseMeshSpec(*text);
+  if (!mesh.ok()) return Invalid(absl::StrCat("--mesh: ", mesh.status().message()));
+  return mesh;
+}
+
+std::string OneArg(const Args& args) { return args.positional()[0]; }
+
+absl::Status CheckOneArg(const Args& args, absl::string_view what) {
+  if (args.positional().size() != 1) {
+    return Invalid(absl::StrCat("expected one ", what, " argument, got ", args.positional().size(),
+                                " (quote it for the shell)"));
+  }
+  return absl::OkStatus();
+}
+
+int RunFromSpec(const Args& args, std::ostream& out, std::ostream& err) {
+  if (absl::Status s = CheckOneArg(args, "SPEC"); !s.ok())
+    return BadInput(err, kCommand, s.message());
+  absl::StatusOr<PartitionSpec> spec = ParsePartitionSpec(OneArg(args));
+  if (!spec.ok()) return BadInput(err, kCommand, spec.status().message());
+  absl::StatusOr<Mesh> mesh = MeshArg(args, true);
+  if (!mesh.ok()) return BadInput(err, kCommand, mesh.status().message());
+  absl::StatusOr<std::optional<Shape>> shape = OptionalShape(args);
+  if (!shape.ok()) return BadInput(err, kCommand, shape.status().message());
+  const int64_t rank = shape->has_value() ? (*shape)->rank() : -1;
+  absl::StatusOr<HloSharding> sharding = PartitionSpecToSharding(*mesh, *spec, rank);
+  if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
+  if (shape->has_value()) {
+    absl::Status valid = sharding->Validate(**shape, mesh->num_devices());
+    if (!valid.ok()) return BadInput(err, kCommand, valid.message());
+  }
+  out << sharding->Canonical().ToString() << "\n";
+  if (spec->HasUnconstrained()) {
+    std::vector<int64_t> dims;
+    for (size_t d = 0; d < spec->dims.size(); ++d) {
+      if (spec->dims[d].unconstrained) dims.push_back(static_cast<int64_t>(d));
+    }
+    out << "note: P.UNCONSTRAINED dims " << absl::StrJoin(dims, ",")
+        << " are left to sharding propagation: XLA writes backend_config=\"unspecified_dims=["
+        << absl::StrJoin(dims, ",") << "]\" on the Sharding custom-call; the sharding keeps "
+        << "them whole\n";
+  }
+  return kExitHolds;
+}
+
+int RunToSpec(const Args& args, std::ostream& out, std::ostream& err) {
+  if (absl::Status s = CheckOneArg(args, "SHARDING"); !s.ok()) {
+    return BadInput(err, kCommand, s.message());
+  }
+  absl::StatusOr<HloSharding> sharding = ParseSharding(OneArg(args));
+  if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
+  if (sharding->IsTuple()) return BadInput(err, kCommand, "a tuple sharding: give one leaf");
+  absl::StatusOr<Mesh> mesh = MeshArg(args, true);
+  if (!mesh.ok()) return BadInput(err, kCommand, mesh.status().message());
+  absl::StatusOr<std::optional<Shape>> shape = OptionalShape(args);
+  if (!shape.ok()) return BadInput(err, kCommand, shape.status().message());
+  if (shape->has_value()) {
+    absl::Status valid = sharding->Validate(**shape, 0);
+    if (!valid.ok()) return BadInput(err, kCommand, valid.message());
+  }
+  absl::StatusOr<PartitionSpec> spec =
+      ShardingToPartitionSpec(*mesh, *sharding, shape->has_value() ? (*shape)->rank() : -1);
+  if (!spec.ok()) {
+    out << "no PartitionSpec: " << spec.status().message() << "\n";
+    return kExitFails;
+  }
+  out << spec->ToString() << "\n";
+  return kExitHolds;
+}
+
+absl::StatusOr<std::vector<std::string>> AxisNames(const Args& args) {
+  std::vector<std::string> names;
+  std::optional<std::string> text = args.Get("--manual-axes");
+  if (!text.has_value()) return names;
+  for (absl::string_view part : absl::StrSplit(*text, ',', absl::SkipEmpty())) {
+    names.push_back(std::string(absl::StripAsciiWhitespace(part)));
+  }
+  return names;
+}
+
+int RunFromSdy(const Args& args, std::ostream& out, std::ostream& err) {
+  if (absl::Status s = CheckOneArg(args, "SDY"); !s.ok())
+    return BadInput(err, kCommand, s.message());
+  absl::StatusOr<SdySharding> sdy = ParseSdySharding(OneArg(args));
+  if (!sdy.ok()) return BadInput(err, kCommand, sdy.status().message());
+  SdyMesh mesh;
+  if (args.Has("--mesh")) {
+    const std::string text = *args.Get("--mesh");
+    absl::StatusOr<SdyMesh> parsed = ParseSdyMesh(text);
+    if (!parsed.ok()) {
+      absl::StatusOr<Mesh> plain = MeshArg(args, true);
+      if (!plain.ok()) return BadInput(err, kCommand, plain.status().message());
+      parsed = SdyMesh::FromMesh(*plain);
+    }
+    mesh = *std::move(parsed);
+  } else if (!sdy->inline_mesh.has_value()) {
+    return BadInput(err, kCommand,
+                    absl::StrCat("the sharding refers to @", sdy->mesh_name,
+                                 ": give that mesh with --mesh (e.g. --mesh '<[\"data\"=2, "
+                                 "\"model\"=4]>' or --mesh data=2,model=4)"));
+  }
+  absl::StatusOr<std::vector<std::string>> manual = AxisNames(args);
+  if (!manual.ok()) return BadInput(err, kCommand, manual.status().message());
+  absl::StatusOr<HloSharding> sharding = SdyToHloSharding(*sdy, mesh, *manual);
+  if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
+  absl::StatusOr<std::optional<Shape>> shape = OptionalShape(args);
+  if (!shape.ok()) return BadInput(err, kCommand, shape.status().message());
+  if (shape->has_value()) {
+    if ((*shape)->rank() != static_cast<int64_t>(sdy->dims.size())) {
+      return BadInput(err, kCommand,
+                      absl::StrCat("the sharding has ", sdy->dims.size(), " dims, the shape ",
+                                   (*shape)->ToString(false), " has rank ", (*shape)->rank()));
+    }
+    absl::Status valid = sharding->Validate(**shape, 0);
+    if (!valid.ok()) return BadInput(err, kCommand, valid.message());
+  }
+  out << sharding->Canonical().ToString() << "\n";
+  if (sdy->HasPropagationHints()) {
+    out << "note: open dims (?) and priorities guide Shardy's propagation; they do not change "
+           "where tiles live\n";
+  }
+  return kExitHolds;
+}
+
+int RunToSdy(const Args& args, std::ostream& out, std::ostream& err) {
+  if (absl::Status s = CheckOneArg(args, "SHARDING"); !s.ok()) {
+    return BadInput(err, kCommand, s.message());
+  }
+  absl::StatusOr<HloSharding> sharding = ParseSharding(OneArg(args));
+  if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
+  if (sharding->IsTuple()) return BadInput(err, kCommand, "a tuple sharding: give one leaf");
+  absl::StatusOr<std::optional<Shape>> shape = OptionalShape(args);
+  if (!shape.ok()) return BadInput(err, kCommand, shape.status().message());
+  if (shape->has_value()) {
+    absl::Status valid = sharding->Validate(**shape, 0);
+    if (!valid.ok()) return BadInput(err, kCommand, valid.message());
+  }
+  const int64_t rank = shape->has_value()    ? (*shape)->rank()
+                       : sharding->IsTiled() ? sharding->TiledDataRank()
+                                             : 0;
+  SdyMesh mesh;
+  std::string mesh_name = "mesh";
+  if (args.Has("--mesh")) {
+    absl::StatusOr<SdyMesh> parsed = ParseSdyMesh(*args.Get("--mesh"), &mesh_name);
+    if (!parsed.ok()) {
+      absl::StatusOr<Mesh> plain = MeshArg(args, true);
+      if (!plain.ok()) return BadInput(err, kCommand, plain.status().message());
+      parsed = SdyMesh::FromMesh(*plain);
+    }
+    mesh = *std::move(parsed);
+  } else if (sharding->IsMaximal()) {
+    mesh.device_ids = {sharding->MaximalDevice()};
+    mesh_name = absl::StrCat("maximal_mesh_", sharding->MaximalDevice());
+  } else {
+    mesh = SdyMesh::FromMesh(MeshForSharding(*sharding, 1));
+  }
+  absl::StatusOr<SdySharding> sdy = HloToSdySharding(*sharding, mesh, rank, mesh_name);
+  if (!sdy.ok()) {
+    out << "no Shardy sharding: " << sdy.status().message() << "\n";
+    return kExitFails;
+  }
+  out << "sdy.mesh @" << mesh_name << " = " << mesh.ToString() << "\n" << sdy->ToString() << "\n";
+  return kExitHolds;
+}
 }  // namespace
 
 int RunSharding(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
@@ -405,28 +689,48 @@ int RunSharding(const std::vector<std::string>& argv, std::ostream& out, std::os
     help = kCanonHelp;
   } else if (verb == "show") {
     help = kShowHelp;
-    value_flags.insert("--shape");
+    value_flags.insert({"--shape", "--svg", "--html", "--mesh"});
   } else if (verb == "groups") {
     help = kGroupsHelp;
     value_flags = {"--dims"};
     bool_flags.insert("--explicit");
+  } else if (verb == "from-spec" || verb == "to-spec" || verb == "from-sdy" || verb == "to-sdy") {
+    help = verb == "from-spec"  ? kFromSpecHelp
+           : verb == "to-spec"  ? kToSpecHelp
+           : verb == "from-sdy" ? kFromSdyHelp
+                                : kToSdyHelp;
+    value_flags = {"--mesh", "--shape"};
+    if (verb == "from-sdy") value_flags.insert("--manual-axes");
   } else {
     BadInput(err, kCommand,
-             absl::StrCat("unknown verb '", verb, "' (expected expand, canon, show or groups)"));
+             absl::StrCat("unknown verb '", verb,
+                          "' (expected expand, canon, show, groups, from-spec, to-spec, "
+                          "from-sdy or to-sdy)"));
     err << kShardingHelp;
     return kExitBadInput;
   }
   absl::StatusOr<Args> args = Args::Parse(rest, value_flags, bool_flags);
   if (!args.ok()) return BadInput(err, kCommand, absl::StrCat(verb, ": ", args.status().message()));
+  const bool notation = absl::StrContains(verb, "-spec") || absl::StrContains(verb, "-sdy");
   if (args->Has("--help")) {
     out << help;
+    if (notation) out << "\n" << kMeshHelp;
     return kExitHolds;
   }
   if (args->positional().empty()) {
-    BadInput(err, kCommand, absl::StrCat(verb, ": missing the SHARDING argument"));
+    BadInput(err, kCommand,
+             absl::StrCat(verb, ": missing the ",
+                          verb == "from-spec"  ? "SPEC"
+                          : verb == "from-sdy" ? "SDY"
+                                               : "SHARDING",
+                          " argument"));
     err << help;
     return kExitBadInput;
   }
+  if (verb == "from-spec") return RunFromSpec(*args, out, err);
+  if (verb == "to-spec") return RunToSpec(*args, out, err);
+  if (verb == "from-sdy") return RunFromSdy(*args, out, err);
+  if (verb == "to-sdy") return RunToSdy(*args, out, err);
   if (verb == "show") return RunShow(*args, out, err);
   if (verb == "groups") return RunGroups(*args, out, err);
   absl::StatusOr<HloSharding> sharding = ParseShardingArg(args->positional());

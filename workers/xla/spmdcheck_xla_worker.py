@@ -388,12 +388,14 @@ def serve(args) -> int:
   send(dict(event="ready", protocol=PROTOCOL_VERSION, devices=len(worker.devices),
             import_seconds=worker.import_seconds, python=sys.version.split()[0],
             **worker.versions))
+  import stablehlo_to_hlo  # noqa: E402 (workers/xla is on sys.path)
   methods = {
       "compile": worker.compile,
       "execute": worker.execute,
       "release": worker.release,
       "stablehlo": worker.stablehlo,
       "info": worker.info,
+      "to_hlo": lambda params: stablehlo_to_hlo.handle(worker, params, RequestError),
   }
   saved_stderr = os.dup(2)
   for line in sys.stdin:

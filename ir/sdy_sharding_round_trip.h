@@ -1,0 +1,36 @@
+// Shardy's round-trip form -> GSPMD's form. When jaxlib prints a Shardy module (jax's default
+// lowering: `sdy.mesh`, `sdy.sharding`, `sdy.manual_computation`) as HLO, it writes every
+// sharding as an HloSharding but keeps Shardy's own pieces for XLA's Shardy pipeline to import
+// again: the meshes as the module's `xla.sdy.meshes` frontend attribute, results as
+// `xla.sdy.FuncResultSharding` custom-calls, and each manual computation as
+// `xla.sdy.GlobalToLocalShape` -> call of `xla.sdy.manual_computation_body.N` ->
+// `xla.sdy.LocalToGlobalShape`, its body's shardings written without the manual axes. This
+// rewrites such a module into what jax's GSPMD lowering writes for the same program, which every
+// partitioner (ours, GSPMD, Shardy through the worker's import) and the oracle read:
+//   * FuncResultSharding -> a `Sharding` custom-call with its sharding;
+//   * GlobalToLocalShape -> per operand `Sharding` (global) + `SPMDFullToShardShape` (manual);
+//     LocalToGlobalShape -> per result `Sharding` (manual) + `SPMDShardToFullShape` (global);
+//   * shardings inside manual bodies (and what they call) recomputed from their `xla.sdy.sharding`
+//     with the manual axes as a manual subgroup;
+//   * every `xla.sdy.*` frontend attribute dropped.
+#ifndef SPMDCHECK_IR_SDY_SHARDING_ROUND_TRIP_H_
+#define SPMDCHECK_IR_SDY_SHARDING_ROUND_TRIP_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "ir/hlo_module.h"
+
+namespace spmdcheck {
+
+// True when the module carries Shardy's round-trip form (`xla.sdy.meshes`).
+bool HasShardyRoundTrip(const HloModule& module);
+
+// Rewrites the module in place; returns the number of instructions rewritten. New instructions
+// are appended to their computations: print and parse the module again for program order.
+// Errors: shardings or attributes that do not parse, meshes that are not declared.
+absl::StatusOr<int64_t> LowerShardyRoundTrip(HloModule& module);
+
+}  // namespace spmdcheck
+
+#endif  // SPMDCHECK_IR_SDY_SHARDING_ROUND_TRIP_H_

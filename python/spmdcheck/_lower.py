@@ -1,0 +1,78 @@
+"""Lowering a JAX function to the HLO module spmdcheck reads, and meshes as spmdcheck writes
+them."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Sequence, Tuple
+
+
+def mesh_spec(mesh) -> str:
+  """`data=2,model=4`, plus ` devices=[2,4]0,2,...` when the mesh's device order is not
+  0..N-1 (spmdcheck's --mesh)."""
+  names = list(mesh.axis_names)
+  sizes = [int(mesh.shape[n]) for n in names]
+  text = ",".join(f"{n}={s}" for n, s in zip(names, sizes))
+  ids = [int(d.id) for d in mesh.devices.flat]
+  if ids != list(range(len(ids))):
+    text += f" devices=[{','.join(map(str, sizes))}]{','.join(map(str, ids))}"
+  return text
+
+
+def _named(mesh, spec):
+  """A PartitionSpec, NamedSharding, None or anything jax takes, as jax.jit wants it."""
+  import jax
+  from jax.sharding import NamedSharding, PartitionSpec
+  if spec is None:
+    return None
+  if isinstance(spec, PartitionSpec):
+    if mesh is None:
+      raise ValueError("a PartitionSpec needs mesh=")
+    return NamedSharding(mesh, spec)
+  if isinstance(spec, (tuple, list)):
+    return type(spec)(_named(mesh, s) for s in spec)
+  if isinstance(spec, jax.sharding.Sharding):
+    return spec
+  raise TypeError(f"expected a PartitionSpec, a Sharding or None, not {spec!r}")
+
+
+def _abstract(value):
+  import jax
+  if isinstance(value, jax.ShapeDtypeStruct):
+    return jax.ShapeDtypeStruct(value.shape, value.dtype)
+  if hasattr(value, "shape") and hasattr(value, "dtype"):
+    return jax.ShapeDtypeStruct(value.shape, value.dtype)
+  return value  # Python scalars and pytrees of them: jax decides.
+
+
+_HEADER = re.compile(r"^(HloModule\s+[^\s,]+)")
+
+
+def lower(f, *args, mesh=None, in_shardings=None, out_shardings=None, static_argnums=(),
+          **kwargs) -> Tuple[str, int]:
+  """Lowers `f` on the shapes of `args` with the given shardings; returns (HLO text, number of
+  devices). The text is what `jax.jit(f).lower(...).compiler_ir('hlo')` prints (with Shardy's
+  round-trip attributes, which spmdcheck reads) plus the partition count in the header."""
+  import jax
+  jitted = jax.jit(f, in_shardings=_named(mesh, in_shardings),
+                   out_shardings=_named(mesh, out_shardings), static_argnums=static_argnums)
+  abstract = [a if i in _as_tuple(static_argnums) else jax.tree_util.tree_map(_abstract, a)
+              for i, a in enumerate(args)]
+  lowered = jitted.lower(*abstract, **kwargs)
+  hlo = lowered.compiler_ir("hlo").as_hlo_text()
+  devices = int(mesh.devices.size) if mesh is not None else _devices_of(in_shardings)
+  if "num_partitions=" not in hlo.split("\n", 1)[0]:
+    hlo = _HEADER.sub(lambda m: f"{m.group(1)}, num_partitions={devices}", hlo, count=1)
+  return hlo, devices
+
+
+def _as_tuple(x) -> Sequence[int]:
+  return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _devices_of(shardings: Any) -> int:
+  import jax
+  for leaf in jax.tree_util.tree_leaves(shardings):
+    if isinstance(leaf, jax.sharding.Sharding):
+      return len(leaf.device_set)
+  return 1
