@@ -9,7 +9,8 @@ after a command up to the next one are its expected output (stdout and stderr to
 expected output a line `...` stands for any number of lines, and `...` inside a line for any text.
 Paths under `../shared/` are read from SHARED_DIR (default: $SPMDCHECK_SHARED_DIR, else
 SOURCE_DIR/../shared); a block that uses it is skipped when it is absent. Paths under `/tmp/` go
-to a scratch directory. A block opened as ```console xla runs XLA's partitioners: it is skipped
+to a scratch directory; a command `.venv/bin/python ...` runs the python of the virtual
+environment in use. A block opened as ```console xla runs XLA's partitioners: it is skipped
 without the project's virtual environment with jax (SPMDCHECK_XLA_VENV, else SOURCE_DIR/.venv),
 except under CI=true, where it fails. A block opened as ```console not-checked (a command on files the reader
 has, timings, a campaign of random length) is shown but not run. Exit codes are not compared:
@@ -152,6 +153,9 @@ def main():
 
                 def local(s):
                     s = s.replace("../shared/", shared + "/")
+                    # The project's python in a command runs the virtual environment in use.
+                    if s.startswith(".venv/bin/python "):
+                        s = os.path.join(venv, "bin", "python") + s[len(".venv/bin/python"):]
                     return s.replace("/tmp/", workdir + "/")
 
                 for command, expected in steps:
