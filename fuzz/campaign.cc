@@ -128,11 +128,11 @@ std::string CampaignReport::ToString() const {
     auto share = [&](double s) { return 100.0 * s / total; };
     absl::StrAppendFormat(&out,
                           "time: partitioners %.0f%%, their executions %.0f%%, ours %.0f%% "
-                          "(generator %.1f%%, oracle %.1f%%, interpreter %.1f%%), reductions "
-                          "and repros %.0f%%\n",
+                          "(generator %.1f%%, oracle %.1f%%, interpreter %.1f%%), other %.0f%% "
+                          "(worker round trips, dumps parsed), reductions and repros %.0f%%\n",
                           share(times.partition), share(times.execute), share(times.Ours()),
                           share(times.generate), share(times.oracle), share(times.interpreter),
-                          share(times.reduce));
+                          share(times.Other()), share(times.reduce));
   }
   if (!pattern_hits.empty()) {
     std::vector<std::string> hits;
@@ -260,7 +260,9 @@ nlohmann::json CampaignReport::ToJson(const CampaignOptions& options) const {
             {"interpreter", times.interpreter},
             {"oracle", times.oracle},
             {"reduce", times.reduce},
-            {"ours_share", times.Total() > 0 ? times.Ours() / times.Total() : 0.0}}},
+            {"cases", times.cases},
+            {"other", times.Other()},
+            {"ours_share", times.cases > 0 ? times.Ours() / times.cases : 0.0}}},
           {"pattern_hits", pattern_hits},
           {"findings", findings},
           {"unsupported_reasons", reasons}};
@@ -570,6 +572,7 @@ void Campaign::RunJob() {
       for (const std::string& pattern : program->patterns) ++report_.pattern_hits[pattern];
     }
     std::vector<Correct> correct;
+    double handed_over = 0;  // Seconds of this case spent reducing and writing findings.
     for (const auto& partitioner : job.partitioners) {
       if (stopping()) break;
       const std::string spec = partitioner->spec();
@@ -631,9 +634,9 @@ void Campaign::RunJob() {
       const int64_t slot = RecordFailure(spec, signature, outcome->message, index, case_seed);
       lock.unlock();
       if (slot >= 0) {
-        CheckOptions reduce_check = check;
-        HandOver(job, *partitioner, slot, *program->module, signature, reduce_check, false,
-                 nullptr);
+        const Clock::time_point hand_over_start = Clock::now();
+        HandOver(job, *partitioner, slot, *program->module, signature, check, false, nullptr);
+        handed_over += SecondsSince(hand_over_start);
       }
     }
     // Wasteful: one partitioner's busiest device receives far more than another's, both correct.
@@ -665,11 +668,15 @@ void Campaign::RunJob() {
           CheckOptions check;
           check.trials = 1;
           check.seed = case_seed;
+          const Clock::time_point hand_over_start = Clock::now();
           HandOver(job, *more.partitioner, slot, *program->module, signature, check, true,
                    less.partitioner);
+          handed_over += SecondsSince(hand_over_start);
         }
       }
     }
+    std::lock_guard<std::mutex> lock(mu);
+    report_.times.cases += std::max(0.0, SecondsSince(generate_start) - handed_over);
   }
 }
 

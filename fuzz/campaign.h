@@ -105,8 +105,16 @@ struct CampaignTimes {
   double interpreter = 0;  // Ours: our interpreter on the global program, against XLA's.
   double oracle = 0;       // Ours: the N-device oracle.
   double reduce = 0;       // Reductions, repros, version checks, pass bisection.
+  // Wall time of the cases themselves (reductions left out); what the parts above do not cover
+  // is `Other()`: talking to the worker, printing modules and parsing XLA's dumps, comparisons.
+  double cases = 0;
   double Ours() const { return generate + interpreter + oracle; }
-  double Total() const { return generate + partition + execute + interpreter + oracle + reduce; }
+  double Other() const {
+    return cases > generate + partition + execute + interpreter + oracle
+               ? cases - (generate + partition + execute + interpreter + oracle)
+               : 0.0;
+  }
+  double Total() const { return cases + reduce; }
 };
 
 struct CampaignReport {
