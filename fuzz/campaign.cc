@@ -547,8 +547,10 @@ void Campaign::RunJob() {
   if (!made.ok()) return;
   job.partitioners = *std::move(made);
   while (!stopping()) {
-    const int64_t index = next_case_.fetch_add(1);
-    if (options_.cases > 0 && index >= options_.cases) break;
+    const int64_t k = next_case_.fetch_add(1);
+    if (options_.cases > 0 && k >= options_.cases) break;
+    const int64_t index =
+        options_.first_case + k * std::max<int64_t>(1, options_.shard_count) + options_.shard_index;
     if (options_.seconds > 0 && elapsed() >= options_.seconds) break;
     const uint64_t case_seed = CaseSeed(options_.seed, index);
     absl::StatusOr<GeneratedProgram> program = absl::InternalError("not generated");
@@ -687,6 +689,10 @@ absl::StatusOr<CampaignReport> RunCampaign(
   if (!options.inject_bug.empty() && !partitioner::IsInjectedBug(options.inject_bug)) {
     return absl::InvalidArgumentError(absl::StrCat("unknown injected bug '", options.inject_bug,
                                                    "' (spmdcheck fuzz --list-bugs)"));
+  }
+  if (options.shard_count < 1 || options.shard_index < 0 ||
+      options.shard_index >= options.shard_count || options.first_case < 0) {
+    return absl::InvalidArgumentError("--shard I/N needs 0 <= I < N, --first-case >= 0");
   }
   if (options.seconds <= 0 && options.cases <= 0) {
     return absl::InvalidArgumentError("give --seconds or --cases");

@@ -25,6 +25,12 @@ struct CampaignOptions {
   const std::atomic<bool>* cancel = nullptr;
   double seconds = 60;  // Stop after this long (0: no limit).
   int64_t cases = 0;    // Stop after this many cases (0: no limit).
+  // Which case indices this campaign runs: first_case + k * shard_count + shard_index for
+  // k = 0, 1, ... (several processes or machines split one seed's cases without overlap; case
+  // i of seed S is the same program everywhere).
+  int64_t first_case = 0;
+  int64_t shard_index = 0;
+  int64_t shard_count = 1;
   uint64_t seed = 1;
   int64_t max_devices = 8;
   std::string inject_bug;  // Empty: none (the reference partitioner's injected bug).

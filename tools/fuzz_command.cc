@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "fuzz/campaign.h"
 #include "partitioner/injected_bugs.h"
 #include "target/xla_worker.h"
@@ -27,6 +29,7 @@ constexpr char kFuzzHelp[] =
     R"(usage: spmdcheck fuzz [--partitioner SPEC[,SPEC...]] [--seconds T] [--cases K] [--seed S]
                       [--max-devices N] [--inject-bug NAME] [--out DIR] [--jobs J] [--list-bugs]
                       [--known FILE] [--reduce-seconds T] [--no-bisect] [--summary FILE]
+                      [--first-case K] [--shard I/N]
 
 Generates sharded programs (seeded; case i of seed S is always the same program), partitions
 each with every partitioner under test (default: reference; xla and shardy run XLA's, one XLA
@@ -49,6 +52,9 @@ only our oracle sees is listed "to investigate". DIR/summary.json has the whole 
   --no-bisect        do not look for the XLA pass that broke a miscompile made after
                      spmd-partitioning
   --summary FILE     where the JSON summary goes (default DIR/summary.json)
+  --first-case K     start at case index K (default 0)
+  --shard I/N        run only case indices K + I, K + I + N, ... (split one seed's cases over
+                     N processes or machines)
   --list-bugs        list the injectable bugs and exit
 Ctrl-C (SIGINT) or SIGTERM stops the campaign at once and prints the summary so far; a second
 one kills it.
@@ -91,9 +97,9 @@ class StopSignals {
 }  // namespace
 
 int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  std::set<std::string> value_flags = {"--seconds", "--cases", "--seed",  "--max-devices",
-                                       "--out",     "--jobs",  "--known", "--reduce-seconds",
-                                       "--summary"};
+  std::set<std::string> value_flags = {"--seconds", "--cases",      "--seed",  "--max-devices",
+                                       "--out",     "--jobs",       "--known", "--reduce-seconds",
+                                       "--summary", "--first-case", "--shard"};
   value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
   absl::StatusOr<Args> args =
       Args::Parse(argv, value_flags, {"--list-bugs", "--help", "--no-bisect"});
@@ -147,6 +153,19 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   options.jobs = *jobs;
   options.cancel = &interrupted;
   options.other_xla_pythons = choice->other_xla_pythons;
+  absl::StatusOr<int64_t> first_case = args->GetInt("--first-case", 0);
+  if (!first_case.ok() || *first_case < 0) {
+    return BadInput(err, "fuzz", "--first-case takes a case index >= 0");
+  }
+  options.first_case = *first_case;
+  if (std::optional<std::string> shard = args->Get("--shard")) {
+    std::vector<std::string> parts = absl::StrSplit(*shard, '/');
+    if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &options.shard_index) ||
+        !absl::SimpleAtoi(parts[1], &options.shard_count) || options.shard_count < 1 ||
+        options.shard_index < 0 || options.shard_index >= options.shard_count) {
+      return BadInput(err, "fuzz", "--shard takes I/N with 0 <= I < N");
+    }
+  }
   options.bisect_passes = !args->Has("--no-bisect");
   options.summary_path = args->Get("--summary").value_or("");
   const bool xla = absl::StrContains(options.partitioners, "xla") ||
@@ -199,6 +218,10 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       << (options.inject_bug.empty() ? "" : " --inject-bug " + options.inject_bug)
       << (options.cases > 0 ? absl::StrCat(" --cases ", options.cases)
                             : absl::StrCat(" --seconds ", *seconds))
+      << (options.first_case > 0 ? absl::StrCat(" --first-case ", options.first_case) : "")
+      << (options.shard_count > 1
+              ? absl::StrCat(" --shard ", options.shard_index, "/", options.shard_count)
+              : "")
       << "\n";
   out << "summary: "
       << (options.summary_path.empty() ? options.out_dir + "/summary.json" : options.summary_path)
