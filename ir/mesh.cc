@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "ir/shape.h"
 
 namespace spmdcheck {
 
@@ -23,6 +24,14 @@ absl::StatusOr<Mesh> Mesh::Create(std::vector<MeshAxis> axes,
     sizes.push_back(axis.size);
   }
   if (sizes.empty()) sizes.push_back(1);
+  int64_t devices_total = 1;
+  for (int64_t size : sizes) {
+    // Overflow-safe: each factor is at most 2^31 before the check below stops the product.
+    if (size > kMaxArrayElements || devices_total > kMaxArrayElements / size) {
+      return absl::InvalidArgumentError("the mesh has more than 2^31 devices");
+    }
+    devices_total *= size;
+  }
   Mesh mesh;
   mesh.axes_ = std::move(axes);
   if (devices.has_value()) {

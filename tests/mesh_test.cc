@@ -40,6 +40,17 @@ TEST(Mesh, Basics) {
   EXPECT_THAT(mesh.devices().Devices(), ElementsAre(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
+// fuzz_sharding_parser (UBSan, 30-minute run) found `mesh[e=5,o=99999999995]{e}`: the device
+// array of a mesh over 2^31 devices was built from an unchecked product and aborted.
+TEST(Mesh, MoreThan2To31DevicesIsAnError) {
+  absl::StatusOr<Mesh> huge = Mesh::Create({{"e", 5}, {"o", 99999999995}});
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(std::string(huge.status().message()), HasSubstr("more than 2^31 devices"));
+  EXPECT_FALSE(Mesh::Create({{"a", int64_t{1} << 40}, {"b", int64_t{1} << 40}}).ok());
+  EXPECT_FALSE(ParseReplicaGroups("mesh[e=5,o=99999999995]{e}").ok());
+  EXPECT_TRUE(Mesh::Create({{"a", 1 << 15}, {"b", 1 << 15}}).ok());
+}
+
 TEST(MeshShardingFor, AxesInMeshOrder) {
   Mesh mesh = MustMesh({{"x", 2}, {"y", 4}});
   HloSharding s = MustSharding(mesh, {{"x"}, {"y"}});
