@@ -67,6 +67,7 @@ int RunReshard(const std::vector<std::string>& args, std::ostream& out, std::ost
 int RunReduce(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunFuzz(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunLint(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunExplain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace spmdcheck::cli
 
