@@ -29,6 +29,8 @@ struct Content {
   int segment_start = 0;
   int stream = -1;
   const HloInstruction* wrapped_by = nullptr;  // The rotation that moved it across the edge.
+  int64_t applied_trip = -1;  // The trip and stage of the last stage application: several stage
+  int applied_stage = -1;     // ops of one trip (two dots of a stage) apply the stage once.
   bool IsMicrobatch() const { return origin == Origin::kMicrobatch; }
   int SegmentLength() const { return static_cast<int>(stages.size()) - segment_start; }
 };
@@ -179,6 +181,9 @@ class Simulator {
   void Apply(Content& c, int s, const HloInstruction* op) {
     NoteWrapRead(c);
     c.wrapped_by = nullptr;
+    if (c.applied_trip == trip_ && c.applied_stage == s) return;
+    c.applied_trip = trip_;
+    c.applied_stage = s;
     if (!c.IsMicrobatch()) {
       c.stages.push_back(s);
       return;
@@ -224,6 +229,7 @@ class Simulator {
       if (u.stream != stream) {
         u.segment_start = static_cast<int>(u.stages.size());
         u.stream = stream;
+        u.applied_trip = -1;
       }
       entered_.insert({{u.mb, stream}, true});
     }
@@ -295,9 +301,9 @@ class Simulator {
       if (v.kind != AV::Kind::kSlots) {
         return Stop(body->root()->operand(e), "does not carry the stream's slots to the next trip");
       }
-      for (const Content& c : v.slots) NoteWrapRead(c);
+      // Wrapped contents stay marked: the next trip reads them (the wrap is needed) or
+      // overwrites them first (it is not).
       slots = v.slots;
-      for (Content& c : slots) c.wrapped_by = nullptr;
     }
     return true;
   }
@@ -704,7 +710,7 @@ class Simulator {
       const int64_t from = mesh_.Coordinate(src, axis);
       const int64_t to = mesh_.Coordinate(tgt, axis);
       Content c = x.slots[from];
-      c.wrapped_by = to == wrap_slot && from != to ? h : nullptr;
+      if (to == wrap_slot && from != to) c.wrapped_by = h;
       out.slots[to] = std::move(c);
     }
     Event(absl::StrCat("rotate ", dir > 0 ? "+1" : "-1", " (", h->name(), ")"));
