@@ -35,7 +35,11 @@ PipelineExplanation ExplainPipeline(const ProgramFacts& facts, const PipelineFin
   out.axis = mesh.axes()[p.axis].name;
   out.stages = mesh.axes()[p.axis].size;
   if (p.loop == nullptr) {
-    out.schedule = "no loop in this module";
+    out.schedule = p.loop_without_rotation != nullptr
+                       ? absl::StrCat("loop ", p.loop_without_rotation->name(),
+                                      " moves the stages without a rotation along ", out.axis,
+                                      " (no collective-permute): nothing to check")
+                       : std::string("no loop in this module: nothing to check");
     out.evidence.push_back(
         absl::StrCat("stage-stacked values: ", absl::StrJoin(p.stacked_values, ", ")));
     return out;

@@ -1,6 +1,7 @@
 #include "explain/mesh_recovery.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 #include <set>
@@ -356,16 +357,21 @@ std::optional<std::vector<std::vector<int>>> RecoveredMesh::DigitLists(
     }
   }
   std::vector<std::vector<int>> lists(r);
+  std::vector<std::vector<int64_t>> weights(r, std::vector<int64_t>(m, 0));
   const int64_t d0 = devices[0];
   for (int64_t k = 0; k < r; ++k) {
-    std::vector<std::pair<int64_t, int>> weighted;  // (weight, digit)
+    // Each digit's weight in the tile index along k: the index change when the digit grows by
+    // one (negative when the dim runs through the digit in reverse).
+    std::vector<std::pair<int64_t, int>> weighted;  // (|weight|, digit)
     for (int g = 0; g < m; ++g) {
       if (owner[g] != k) continue;
-      if (DigitValue(d0, g) + 1 >= digits_[g].size) return std::nullopt;
-      const int64_t dg = d0 + digits_[g].stride;
-      const int64_t w = position[dg] / pstride[k] % dims[k] - position[d0] / pstride[k] % dims[k];
-      if (w <= 0) return std::nullopt;
-      weighted.push_back({w, g});
+      const int64_t step = DigitValue(d0, g) + 1 < digits_[g].size ? 1 : -1;
+      const int64_t dg = d0 + step * digits_[g].stride;
+      const int64_t w =
+          step * (position[dg] / pstride[k] % dims[k] - position[d0] / pstride[k] % dims[k]);
+      if (w == 0) return std::nullopt;
+      weights[k][g] = w;
+      weighted.push_back({std::abs(w), g});
     }
     std::sort(weighted.begin(), weighted.end());
     int64_t expect = 1;
@@ -388,10 +394,8 @@ std::optional<std::vector<std::vector<int>>> RecoveredMesh::DigitLists(
     const int64_t d = devices[l];
     for (int64_t k = 0; k < r; ++k) {
       int64_t value = 0;
-      for (int g : lists[k]) value = value * digits_[g].size + DigitValue(d, g);
-      int64_t base = 0;
-      for (int g : lists[k]) base = base * digits_[g].size + DigitValue(d0, g);
-      if (value - base != idx[k]) return std::nullopt;
+      for (int g : lists[k]) value += weights[k][g] * (DigitValue(d, g) - DigitValue(d0, g));
+      if (value != idx[k]) return std::nullopt;
     }
   }
   return lists;

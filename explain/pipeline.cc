@@ -212,6 +212,7 @@ PipelineDetection DetectPipelines(const ProgramFacts& facts) {
   for (int a = 0; a < mesh.num_axes(); ++a) {
     if (pipeline_axes.contains(a) || mesh.axes()[a].size < 2 || mesh.num_axes() < 2) continue;
     bool all_stacked = true, strong_value = false;
+    const HloInstruction* stacked_loop = nullptr;
     std::vector<std::string> names;
     for (const ValueFact& v : facts.values()) {
       // A partitioner's intermediate shardings (`// holds=` comments) may mix axes; the program's
@@ -229,6 +230,9 @@ PipelineDetection DetectPipelines(const ProgramFacts& facts) {
             if (j != k && !v.dim_axes[j].empty()) other_axis = true;
           }
           if (v.global_dims.size() >= 3 && other_axis) strong_value = true;
+          if (!v.in_global && facts.EnclosingLoop(v.instruction) != nullptr) {
+            stacked_loop = facts.EnclosingLoop(v.instruction);
+          }
           if (names.size() < 4 && std::find(names.begin(), names.end(),
                                             absl::StrCat(v.name, " dim ", k)) == names.end()) {
             names.push_back(absl::StrCat(v.name, " dim ", k));
@@ -257,6 +261,7 @@ PipelineDetection DetectPipelines(const ProgramFacts& facts) {
       PipelineFinding p;
       p.axis = a;
       p.stacked_values = std::move(names);
+      p.loop_without_rotation = stacked_loop;
       out.pipelines.push_back(std::move(p));
     }
   }

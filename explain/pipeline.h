@@ -55,6 +55,9 @@ struct PipelineFinding {
   std::vector<const HloInstruction*> bubble_selects;  // Selects on partition-id in the body.
   std::vector<std::string> stage_state;               // Loop state elements split over the axis.
   std::vector<std::string> stacked_values;            // Stage-stacked values (loopless).
+  // Loopless findings whose stage-stacked values are loop state: the loop moves stages without a
+  // rotation along the axis (e.g. it gathers them), so there is no schedule to check.
+  const HloInstruction* loop_without_rotation = nullptr;
 };
 
 // Rotations along one axis in a loop that has no stage-stacked weights: a ring (windowed einsum,

@@ -99,8 +99,25 @@ class Simulator {
 
   const std::string& unknown() const { return unknown_; }
   const std::string& violation() const { return violation_; }
-  const std::map<int, int>& directions() const { return stream_dir_; }
-  const std::map<const HloInstruction*, int>& rotation_dirs() const { return rotation_dir_; }
+  // Each stream's direction: +1 when micro-batches enter it at slot 0, -1 at slot S-1, else the
+  // direction its rotation moves (the schedule, not the pairs, says where stage s+1 is).
+  std::map<int, int> directions() const {
+    std::map<int, int> out = stream_dir_;
+    for (const auto& [e, slot] : inject_slot_) {
+      if (slot == 0) out[e] = 1;
+      if (slot == stages_ - 1) out[e] = -1;
+    }
+    return out;
+  }
+  // Per rotation: the direction its stream must move.
+  std::map<const HloInstruction*, int> rotation_dirs() const {
+    std::map<const HloInstruction*, int> out = rotation_dir_;
+    const std::map<int, int> dirs = directions();
+    for (const auto& [h, e] : rotation_stream_) {
+      if (dirs.contains(e)) out[h] = dirs.at(e);
+    }
+    return out;
+  }
   const std::map<const HloInstruction*, bool>& wrap_read() const { return wrap_read_; }
   const std::vector<std::string>& events() const { return events_; }
   int64_t micro_batches() const { return micro_batches_; }
@@ -214,9 +231,12 @@ class Simulator {
     return c;
   }
 
-  // Injects content `u` into slot `s` of stream `e`.
-  Content Inject(Content u, int stream) {
+  // Injects content `u` into `slot` of `stream` (-1: every slot).
+  Content Inject(Content u, int stream, int64_t slot) {
     if (u.IsMicrobatch()) {
+      if (slot >= 0 && !inject_slot_.contains(stream)) {
+        inject_slot_[stream] = slot;
+      }
       if (u.stream >= 0 && u.stream != stream) {
         if (u.SegmentLength() != stages_) {
           Fail(absl::StrCat("micro-batch ", u.mb, " enters ", StreamName(stream),
@@ -628,7 +648,7 @@ class Simulator {
     out = x;
     if (!x.full) {
       // Every device writes its own (local) slot.
-      for (int64_t s = 0; s < stages_; ++s) out.slots[s] = Inject(content, x.stream);
+      for (int64_t s = 0; s < stages_; ++s) out.slots[s] = Inject(content, x.stream, -1);
       Event(absl::StrCat("write every slot (", h->name(), ")"));
       return true;
     }
@@ -640,7 +660,7 @@ class Simulator {
     const int64_t size = h->operand(1)->shape().dimensions(k);
     if (size != 1) return Stop(h, "writes several stages at once");
     const int64_t slot = std::clamp<int64_t>(*v, 0, h->operand(0)->shape().dimensions(k) - size);
-    out.slots[slot] = Inject(content, x.stream);
+    out.slots[slot] = Inject(content, x.stream, slot);
     Event(absl::StrCat("inject slot ", slot, " (", h->name(), ")"));
     return true;
   }
@@ -670,7 +690,7 @@ class Simulator {
       if (pick.kind == AV::Kind::kSlots) {
         out.slots[s] = pick.slots[s];
       } else {
-        out.slots[s] = Inject(ContentOf(pick, from), shape_of.stream);
+        out.slots[s] = Inject(ContentOf(pick, from), shape_of.stream, s);
       }
     }
     Event(absl::StrCat("select per stage (", h->name(), ")"));
@@ -690,7 +710,10 @@ class Simulator {
     const SourceTargetPairs& pairs = *h->attrs().source_target_pairs;
     const int dir = RotationDirection(mesh_, axis, pairs);
     rotation_dir_[h] = dir;
-    if (x.stream >= 0 && !stream_dir_.contains(x.stream)) stream_dir_[x.stream] = dir;
+    if (x.stream >= 0) {
+      rotation_stream_[h] = x.stream;
+      if (!stream_dir_.contains(x.stream)) stream_dir_[x.stream] = dir;
+    }
     const int64_t wrap_slot = dir > 0 ? 0 : stages_ - 1;
     out = x;
     for (int64_t s = 0; s < stages_; ++s) {
@@ -772,6 +795,8 @@ class Simulator {
   std::map<std::pair<int64_t, int>, std::string> progress_;
   std::map<std::pair<int64_t, int>, std::pair<std::string, int64_t>> lost_;
   std::map<const HloInstruction*, int> rotation_dir_;
+  std::map<const HloInstruction*, int> rotation_stream_;
+  std::map<int, int64_t> inject_slot_;  // The slot fresh micro-batches first enter, per stream.
   std::map<const HloInstruction*, bool> wrap_read_;
   std::vector<std::string> events_;
   int64_t micro_batches_ = 0;

@@ -99,7 +99,7 @@ std::string FormatText(const Explanation& e) {
   for (const PipelineExplanation& p : e.pipelines) {
     absl::StrAppend(&out, "\npipeline over ", p.axis, ": ", p.stages, " stages");
     if (p.loop.empty()) {
-      absl::StrAppend(&out, ", no loop in this module (nothing to check here)\n");
+      absl::StrAppend(&out, ": ", p.schedule, "\n");
     } else {
       absl::StrAppend(&out, ", loop ", p.loop, ", ",
                       p.trips.has_value() ? absl::StrCat(*p.trips) : std::string("unknown"),

@@ -228,6 +228,13 @@ std::vector<std::vector<Evidence>> InferRoles(const ProgramFacts& facts,
         Add(out[p.axis], Role::kPipeline, 2,
             "selects on partition-id inside the loop (per-stage bubbles or injection)", selects);
       }
+    } else if (p.loop_without_rotation != nullptr) {
+      std::vector<std::string> names = p.stacked_values;
+      names.insert(names.begin(), p.loop_without_rotation->name());
+      Add(out[p.axis], Role::kPipeline, 2,
+          "stage-stacked loop state: every value the axis splits has exactly one entry per device "
+          "along that dim; the loop moves stages without a rotation along the axis",
+          names);
     } else {
       Add(out[p.axis], Role::kPipeline, 2,
           "stage-stacked values: every value the axis splits has exactly one entry per device "
