@@ -46,11 +46,15 @@ PipelineExplanation ExplainPipeline(const ProgramFacts& facts, const PipelineFin
   }
   out.loop = p.loop->name();
   if (const LoopFact* loop = facts.LoopOf(p.loop)) out.trips = loop->trips;
-  {
+  if (!p.rotations.empty()) {
     std::vector<std::string> names;
     for (const HloInstruction* r : p.rotations) names.push_back(r->name());
     out.evidence.push_back(
         absl::StrCat("rotations along ", out.axis, ": ", absl::StrJoin(names, ", ")));
+  } else {
+    out.evidence.push_back(
+        absl::StrCat("no collective-permute along ", out.axis,
+                     " in the loop: the stages move some other way (the schedule run shows how)"));
   }
   {
     std::vector<std::string> names;

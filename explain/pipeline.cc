@@ -3,6 +3,7 @@
 #include <z3++.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <set>
@@ -164,6 +165,32 @@ PipelineDetection DetectPipelines(const ProgramFacts& facts) {
       }
       if (count == 1) rotations[moved].push_back(c.instruction);
     }
+    // Without rotations: the axis with stage ops and changing state split over it (the stages
+    // move some other way, e.g. a roll of the global state the partitioner gathers). Elementwise
+    // stage ops pair every dim, so of several such axes the one splitting the earliest state dim
+    // is the stage axis (stage dims lead).
+    if (rotations.empty()) {
+      int best = -1;
+      int64_t best_dim = 0;
+      for (int a = 0; a < mesh.num_axes(); ++a) {
+        const std::map<int, int64_t> streams = StreamDims(facts, loop.loop, a);
+        if (streams.empty()) continue;
+        std::vector<StageOp> ops = FindStageOps(facts, loop.loop, a);
+        if (ops.empty()) {
+          if (const HloInstruction* g = MatchingGlobalLoop(facts, loop.loop)) {
+            ops = FindStageOps(facts, g, a);
+          }
+        }
+        if (ops.empty()) continue;
+        int64_t dim = INT64_MAX;
+        for (const auto& [e, k] : streams) dim = std::min(dim, k);
+        if (best < 0 || dim < best_dim) {
+          best = a;
+          best_dim = dim;
+        }
+      }
+      if (best >= 0) rotations[best] = {};
+    }
     for (auto& [axis, rots] : rotations) {
       PipelineFinding p;
       p.axis = axis;
@@ -201,16 +228,17 @@ PipelineDetection DetectPipelines(const ProgramFacts& facts) {
       if (!p.stage_ops.empty()) {
         pipeline_axes.insert(axis);
         out.pipelines.push_back(std::move(p));
-      } else {
+      } else if (!p.rotations.empty()) {
         out.rings.push_back({axis, loop.loop, std::move(p.rotations)});
       }
     }
   }
-  // Pipelines seen only in stage-stacked values: every value the whole axis splits has exactly
+  // Pipelines seen only in stage-stacked values: every value the whole axis splits has at most
   // one entry per coordinate along that dim, at least one such value has rank >= 3 and is split
   // over another axis too.
-  for (int a = 0; a < mesh.num_axes(); ++a) {
-    if (pipeline_axes.contains(a) || mesh.axes()[a].size < 2 || mesh.num_axes() < 2) continue;
+  // Only when no loop pipeline was found: a program has one stage axis.
+  for (int a = 0; a < mesh.num_axes() && pipeline_axes.empty(); ++a) {
+    if (mesh.axes()[a].size < 2 || mesh.num_axes() < 2) continue;
     bool all_stacked = true, strong_value = false;
     const HloInstruction* stacked_loop = nullptr;
     std::vector<std::string> names;
@@ -221,7 +249,10 @@ PipelineDetection DetectPipelines(const ProgramFacts& facts) {
       for (size_t k = 0; k < v.dim_axes.size(); ++k) {
         for (const AxisPart& p : v.dim_axes[k]) {
           if (p.axis != a || p.size != mesh.axes()[a].size) continue;
-          if (v.dim_axes[k].size() != 1 || v.global_dims[k] != mesh.axes()[a].size) {
+          // At most one entry per device along the dim (fewer: a slice that selects stages), and
+          // not the last dim (features).
+          if (v.dim_axes[k].size() != 1 || v.global_dims[k] > mesh.axes()[a].size ||
+              k + 1 == v.dim_axes.size()) {
             all_stacked = false;
             continue;
           }

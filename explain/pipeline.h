@@ -1,10 +1,12 @@
 // Pipeline (inter-op) parallelism in a partitioned program: detection and checks.
 //
-// A pipeline over mesh axis A is a while loop whose body (1) rotates loop state between
-// neighbouring coordinates of A with collective-permutes ("rotations": pairs that move only along
-// A) and (2) applies stage-stacked weights to stage-split state: a dot whose batch dim, or an
-// elementwise op whose dim, is split over A in both the state and a weight (a value that reaches
-// an entry parameter through data movement only). A program that only holds stage-stacked values
+// A pipeline over mesh axis A is a while loop whose body applies stage-stacked weights to
+// stage-split state (a dot whose batch dim, or an elementwise op whose dim, is split over A in both
+// the state and a weight: a value that reaches an entry parameter through data movement only) and
+// either rotates loop state between neighbouring coordinates of A with collective-permutes
+// ("rotations": pairs that move only along A) or carries state split over A that changes in the
+// loop (its stages move some other way, e.g. a roll of the gathered state). A rotation without
+// stage-stacked weights is a ring, not a pipeline. A program that only holds stage-stacked values
 // (every value A splits has one entry per coordinate of A along that dim) and no such loop is
 // reported as a pipeline seen from its values, without checks.
 //
@@ -92,6 +94,10 @@ smt::ProofResult ProveOwnWeights(const RecoveredMesh& mesh, int axis, const HloS
 
 // The majority direction (+1 or -1) of a rotation's moves along `axis`.
 int RotationDirection(const RecoveredMesh& mesh, int axis, const SourceTargetPairs& pairs);
+
+// Loop-state elements of `loop` that change in the loop and have a dim split over `axis` (the
+// streams), with that dim; from the loop's (or its body parameter's) sharding annotation.
+std::map<int, int64_t> StreamDims(const ProgramFacts& facts, const HloInstruction* loop, int axis);
 
 // The slot-level run of a pipeline loop.
 struct ScheduleRun {

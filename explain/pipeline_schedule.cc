@@ -263,8 +263,27 @@ class Simulator {
   // Index along the micro-batch dim of a read from (or write into) a buffer: the start operands
   // that select an element (slice size 1 where the dim is larger); clamped as XLA does.
   std::optional<int64_t> BufferIndex(const HloInstruction* h, const Shape& buffer,
-                                     const Shape& piece, int first_start, bool* by_counter) const {
+                                     const Shape& piece, int first_start, bool* by_counter,
+                                     int64_t* counter_dim, bool* device_piece) const {
+    // A start that follows the loop counter selects the micro-batch (even in a buffer of one).
+    for (int64_t k = 0; k < buffer.rank(); ++k) {
+      const HloInstruction* start = h->operand(first_start + k);
+      if (!eval_.DependsOnCounter(start) || eval_.DependsOnDevice(start)) continue;
+      std::optional<int64_t> v = eval_.Eval(start, Dev(0), trip_);
+      if (!v.has_value()) return std::nullopt;
+      *by_counter = true;
+      *counter_dim = k;
+      return std::clamp<int64_t>(*v, 0, buffer.dimensions(k) - piece.dimensions(k));
+    }
     std::optional<int64_t> index;
+    for (int64_t k = 0; k < buffer.rank(); ++k) {
+      // Partition offsets: each device takes its piece (weights sliced by the partitioner), not a
+      // micro-batch.
+      if (piece.dimensions(k) != buffer.dimensions(k) &&
+          eval_.DependsOnDevice(h->operand(first_start + k))) {
+        *device_piece = true;
+      }
+    }
     for (int64_t k = 0; k < buffer.rank(); ++k) {
       if (piece.dimensions(k) == buffer.dimensions(k)) continue;
       const HloInstruction* start = h->operand(first_start + k);
@@ -318,7 +337,7 @@ class Simulator {
     for (auto& [e, slots] : streams_) {
       if (e >= static_cast<int>(root.elements.size())) return Stop(body->root(), "lacks a stream");
       const AV& v = root.elements[e];
-      if (v.kind != AV::Kind::kSlots) {
+      if (v.kind != AV::Kind::kSlots || static_cast<int64_t>(v.slots.size()) != stages_) {
         return Stop(body->root()->operand(e), "does not carry the stream's slots to the next trip");
       }
       // Wrapped contents stay marked: the next trip reads them (the wrap is needed) or
@@ -461,9 +480,28 @@ class Simulator {
         out = *ops[0];
         if (out.kind != AV::Kind::kSlots) return true;
         const int64_t k = out.stage_dim;
-        if (h->shape().dimensions(k) != h->operand(0)->shape().dimensions(k)) {
+        if (h->shape().dimensions(k) == h->operand(0)->shape().dimensions(k)) return true;
+        // A slice of the stages of a value every device holds whole (a roll's halves).
+        if (op != HloOpcode::kSlice || !out.full || !h->attrs().slice.has_value() ||
+            (*h->attrs().slice)[k].stride != 1) {
           return Stop(h, "slices or pads the stage dim");
         }
+        const SliceDim& range = (*h->attrs().slice)[k];
+        out.slots.assign(ops[0]->slots.begin() + range.start, ops[0]->slots.begin() + range.limit);
+        return true;
+      }
+      case HloOpcode::kConcatenate: {
+        const std::vector<int64_t>& dims = h->attrs().dimensions.value_or(std::vector<int64_t>{});
+        out = *ops[0];
+        for (const AV* v : ops) {
+          if (v->kind != AV::Kind::kSlots || !v->full || dims.size() != 1 ||
+              v->stage_dim != dims[0]) {
+            return Stop(h, "concatenates pipeline state in a way the schedule does not model");
+          }
+        }
+        out.slots.clear();
+        for (const AV* v : ops) out.slots.insert(out.slots.end(), v->slots.begin(), v->slots.end());
+        Event(absl::StrCat("roll (", h->name(), ")"));
         return true;
       }
       case HloOpcode::kDynamicSlice:
@@ -546,11 +584,17 @@ class Simulator {
   bool DynamicSlice(const HloInstruction* h, const std::vector<const AV*>& ops, AV& out) {
     const AV& x = *ops[0];
     if (x.kind == AV::Kind::kBuffer) {
-      bool by_counter = false;
+      bool by_counter = false, device_piece = false;
+      int64_t dim = -1;
       std::optional<int64_t> index =
-          BufferIndex(h, h->operand(0)->shape(), h->shape(), 1, &by_counter);
-      if (!index.has_value())
+          BufferIndex(h, h->operand(0)->shape(), h->shape(), 1, &by_counter, &dim, &device_piece);
+      if (!by_counter && device_piece) {
+        out = AV{};  // A device's piece of a weight or input: no micro-batch.
+        return true;
+      }
+      if (!index.has_value()) {
         return Stop(h, "reads the state at an index the schedule cannot evaluate");
+      }
       out.kind = AV::Kind::kSlot;
       auto& entries = buffers_[x.buffer];
       auto it = entries.find(*index);
@@ -560,13 +604,8 @@ class Simulator {
         out.one.origin = Content::Origin::kMicrobatch;
         out.one.mb = *index;
       }
-      if (by_counter) {
-        for (int64_t k = 0; k < h->shape().rank(); ++k) {
-          if (h->shape().dimensions(k) != h->operand(0)->shape().dimensions(k)) {
-            micro_batches_ = std::max(micro_batches_, GlobalDim(h->operand(0), k));
-            break;
-          }
-        }
+      if (by_counter && dim >= 0) {
+        micro_batches_ = std::max(micro_batches_, GlobalDim(h->operand(0), dim));
       }
       return true;
     }
@@ -596,7 +635,8 @@ class Simulator {
       if (at[s] != at[0]) all_same = false;
       if (at[s] != s) own = false;
     }
-    if (h->shape().dimensions(k) == 1 && eval_.DependsOnDevice(start) && own) {
+    if (h->shape().dimensions(k) == 1 && eval_.DependsOnDevice(start) && own &&
+        static_cast<int64_t>(x.slots.size()) == stages_) {
       out = x;
       out.full = false;  // Each device takes its own slot back.
       return true;
@@ -622,9 +662,10 @@ class Simulator {
     Content content = ContentOf(u, h->operand(1));
     if (u.kind == AV::Kind::kSlots) return Stop(h, "writes a slot vector into a value");
     if (x.kind == AV::Kind::kBuffer) {
-      bool by_counter = false;
-      std::optional<int64_t> index =
-          BufferIndex(h, h->operand(0)->shape(), h->operand(1)->shape(), 2, &by_counter);
+      bool by_counter = false, device_piece = false;
+      int64_t dim = -1;
+      std::optional<int64_t> index = BufferIndex(h, h->operand(0)->shape(), h->operand(1)->shape(),
+                                                 2, &by_counter, &dim, &device_piece);
       if (!index.has_value())
         return Stop(h, "writes the state at an index the schedule cannot evaluate");
       NoteWrapRead(content);
@@ -708,7 +749,11 @@ class Simulator {
     }
     const int axis = pipeline_.axis;
     const SourceTargetPairs& pairs = *h->attrs().source_target_pairs;
-    const int dir = RotationDirection(mesh_, axis, pairs);
+    // The stream's direction when the schedule says it (with 2 stages, +1 and -1 are the same
+    // pairs), else the pairs' majority.
+    const int dir = x.stream >= 0 && stream_dir_.contains(x.stream)
+                        ? stream_dir_.at(x.stream)
+                        : RotationDirection(mesh_, axis, pairs);
     rotation_dir_[h] = dir;
     if (x.stream >= 0) {
       rotation_stream_[h] = x.stream;
@@ -804,10 +849,10 @@ class Simulator {
   std::string violation_;
 };
 
-// Loop-state elements split over the stage axis that change in the loop: the streams.
-std::map<int, int64_t> StreamDims(const ProgramFacts& facts, const PipelineFinding& pipeline) {
+}  // namespace
+
+std::map<int, int64_t> StreamDims(const ProgramFacts& facts, const HloInstruction* loop, int axis) {
   std::map<int, int64_t> out;
-  const HloInstruction* loop = pipeline.loop;
   const HloComputation* body = loop->called_computation("body");
   const HloSharding* s = facts.annotations().Of(loop);
   if ((s == nullptr || !s->IsTuple()) && body != nullptr) {
@@ -832,7 +877,7 @@ std::map<int, int64_t> StreamDims(const ProgramFacts& facts, const PipelineFindi
     for (size_t k = 0;
          k < dims->size() && k < static_cast<size_t>(s->tuple_elements()[e].TiledDataRank()); ++k) {
       bool has = false;
-      for (const AxisPart& p : (*dims)[k]) has = has || p.axis == pipeline.axis;
+      for (const AxisPart& p : (*dims)[k]) has = has || p.axis == axis;
       if (has) {
         out[static_cast<int>(e)] = static_cast<int64_t>(k);
         break;
@@ -841,8 +886,6 @@ std::map<int, int64_t> StreamDims(const ProgramFacts& facts, const PipelineFindi
   }
   return out;
 }
-
-}  // namespace
 
 ScheduleRun RunSchedule(const ProgramFacts& facts, const PipelineFinding& pipeline) {
   ScheduleRun run;
@@ -855,7 +898,7 @@ ScheduleRun RunSchedule(const ProgramFacts& facts, const PipelineFinding& pipeli
     run.result = smt::ProofResult::Unknown("the loop has no body");
     return run;
   }
-  const std::map<int, int64_t> streams = StreamDims(facts, pipeline);
+  const std::map<int, int64_t> streams = StreamDims(facts, pipeline.loop, pipeline.axis);
   if (streams.empty()) {
     run.result = smt::ProofResult::Unknown(
         "no loop-state element split over the stage axis changes in the loop (the loop's state "

@@ -219,8 +219,11 @@ std::vector<std::vector<Evidence>> InferRoles(const ProgramFacts& facts,
       for (const HloInstruction* r : p.rotations) names.push_back(r->name());
       for (const StageOp& s : p.stage_ops) names.push_back(s.op->name());
       Add(out[p.axis], Role::kPipeline, 4,
-          "a while loop rotates stage-split state between neighbours along the axis "
-          "(collective-permute) and applies stage-stacked weights",
+          p.rotations.empty()
+              ? "a while loop applies stage-stacked weights to stage-split state that changes "
+                "every trip (no rotation permute: the stages move some other way)"
+              : "a while loop rotates stage-split state between neighbours along the axis "
+                "(collective-permute) and applies stage-stacked weights",
           names);
       if (!p.bubble_selects.empty()) {
         std::vector<std::string> selects;
@@ -232,12 +235,12 @@ std::vector<std::vector<Evidence>> InferRoles(const ProgramFacts& facts,
       std::vector<std::string> names = p.stacked_values;
       names.insert(names.begin(), p.loop_without_rotation->name());
       Add(out[p.axis], Role::kPipeline, 2,
-          "stage-stacked loop state: every value the axis splits has exactly one entry per device "
+          "stage-stacked loop state: every value the axis splits has at most one entry per device "
           "along that dim; the loop moves stages without a rotation along the axis",
           names);
     } else {
       Add(out[p.axis], Role::kPipeline, 2,
-          "stage-stacked values: every value the axis splits has exactly one entry per device "
+          "stage-stacked values: every value the axis splits has at most one entry per device "
           "along that dim (no pipeline loop in this module)",
           p.stacked_values);
     }
@@ -310,10 +313,17 @@ std::vector<std::vector<Evidence>> InferRoles(const ProgramFacts& facts,
     for (const ValueFact* vp : values) {
       const ValueFact& v = *vp;
       if (!v.regular || v.manual) continue;
+      // The leading dim after the stage dims (split over a pipeline axis).
+      size_t lead = 0;
+      while (lead < v.dim_axes.size() &&
+             std::any_of(v.dim_axes[lead].begin(), v.dim_axes[lead].end(),
+                         [&](const AxisPart& p) { return pipeline_axes.contains(p.axis); })) {
+        ++lead;
+      }
       for (size_t k = 0; k < v.dim_axes.size(); ++k) {
         for (const AxisPart& p : v.dim_axes[k]) {
           if (p.axis != a || p.size != mesh.axes()[a].size) continue;
-          std::vector<std::string>& list = k == 0 ? dim0 : other;
+          std::vector<std::string>& list = k == lead ? dim0 : other;
           const std::string name = absl::StrCat(v.name, " dim ", k);
           if (list.size() < 4 && std::find(list.begin(), list.end(), name) == list.end()) {
             list.push_back(name);
@@ -323,7 +333,9 @@ std::vector<std::vector<Evidence>> InferRoles(const ProgramFacts& facts,
     }
     if (!dim0.empty()) {
       Add(out[a], Role::kData, 1,
-          "it splits the leading (batch) dim of values; no dot or collective says more", dim0);
+          "it splits the leading (batch) dim of values (after any stage dim); no dot or collective "
+          "says more",
+          dim0);
     } else if (!other.empty()) {
       Add(out[a], Role::kTensor, 1,
           "it splits inner (feature) dims of values; no dot or collective says more", other);

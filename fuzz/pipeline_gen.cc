@@ -222,8 +222,12 @@ absl::StatusOr<HloInstruction*> Emitter::Emit() {
     shardings.push_back(stream_);
   }
   const int64_t w1_index = static_cast<int64_t>(shapes.size());
+  // Elementwise stage weights are not split over the data axis (weights never are).
+  absl::StatusOr<HloSharding> stage_weights = Shard({{stage_}, {}, {tensor_}});
+  if (!stage_weights.ok()) return stage_weights.status();
+  if (!spec_.dot_stages) w1_ = *stage_weights;
   shapes.push_back(weights);
-  shardings.push_back(spec_.dot_stages ? w1_ : stream_);
+  shardings.push_back(w1_);
   int64_t w2_index = -1;
   if (HasTensor() && spec_.dot_stages) {
     w2_index = static_cast<int64_t>(shapes.size());
