@@ -228,6 +228,16 @@ absl::StatusOr<Explanation> Explain(const ModuleSource& input, const ModuleSourc
         "only collectives are those written in manual regions (run `spmdcheck partition` to see a "
         "partitioner's)");
   }
+  bool any_value = false, all_manual = true;
+  for (const ValueFact& v : facts.values()) {
+    any_value = true;
+    all_manual = all_manual && v.manual;
+  }
+  if (any_value && all_manual) {
+    out.notes.push_back(
+        "every annotated value is manual (a shard_map or manual region): the program partitions "
+        "itself, so its collectives are all the axes say");
+  }
   const PipelineDetection detection = DetectPipelines(facts);
   const std::vector<std::vector<Evidence>> evidence = InferRoles(facts, detection);
   // Per axis.
@@ -313,7 +323,8 @@ absl::StatusOr<Explanation> Explain(const ModuleSource& input, const ModuleSourc
   if (n == 1) {
     out.answer = "one device: no parallelism";
   } else if (pipes.empty()) {
-    out.answer = absl::StrCat("intra-op only", intra_text);
+    out.answer = absl::StrCat("intra-op only",
+                              intra.empty() ? " (no axis splits a value)" : intra_text);
   } else {
     out.answer = absl::StrCat("intra-op plus ", absl::StrJoin(pipes, " and "), intra_text);
   }

@@ -559,10 +559,13 @@ void ProgramFacts::AddDots(const ModuleSource& source, const Annotations& annota
                            bool in_global) {
   for (const auto& comp : source.module->computations()) {
     for (const auto& h : comp->instructions()) {
-      if (h->opcode() != HloOpcode::kDot || h->operand_count() != 2 ||
-          !h->attrs().dot_dimension_numbers.has_value()) {
-        continue;
-      }
+      const bool dot =
+          h->opcode() == HloOpcode::kDot && h->attrs().dot_dimension_numbers.has_value();
+      const bool conv = h->opcode() == HloOpcode::kConvolution &&
+                        h->attrs().dim_labels.has_value() &&
+                        h->attrs().feature_group_count.value_or(1) == 1 &&
+                        h->attrs().batch_group_count.value_or(1) == 1;
+      if ((!dot && !conv) || h->operand_count() != 2) continue;
       DotFact d;
       d.dot = h.get();
       d.in_global = in_global;

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
@@ -89,65 +91,91 @@ bool ContractsDimZero(const HloInstruction* dot) {
              d.rhs_contracting.end();
 }
 
+// A dot or convolution seen as a dot: paired batch and contracting dims, the free dims of each
+// operand, and where each result dim comes from.
+struct DotView {
+  std::vector<std::pair<int64_t, int64_t>> batch;
+  std::vector<std::pair<int64_t, int64_t>> contracting;
+  std::vector<int64_t> lhs_free, rhs_free;
+  struct ResultDim {
+    enum Kind { kBatch, kLhsFree, kRhsFree } kind = kBatch;
+    int64_t index = 0;  // Index among the batch dims or that operand's free dims.
+  };
+  std::vector<ResultDim> result;  // Per result dim.
+  bool spatial = false;           // A convolution: lhs free dims after the first are spatial.
+};
+
+std::optional<DotView> ViewOf(const HloInstruction* h) {
+  DotView v;
+  if (h->opcode() == HloOpcode::kDot) {
+    const DotDimensionNumbers& d = *h->attrs().dot_dimension_numbers;
+    for (size_t i = 0; i < d.lhs_batch.size() && i < d.rhs_batch.size(); ++i) {
+      v.batch.push_back({d.lhs_batch[i], d.rhs_batch[i]});
+    }
+    for (size_t i = 0; i < d.lhs_contracting.size() && i < d.rhs_contracting.size(); ++i) {
+      v.contracting.push_back({d.lhs_contracting[i], d.rhs_contracting[i]});
+    }
+    v.lhs_free = FreeDims(h->operand(0)->shape().rank(), d.lhs_batch, d.lhs_contracting);
+    v.rhs_free = FreeDims(h->operand(1)->shape().rank(), d.rhs_batch, d.rhs_contracting);
+    for (size_t i = 0; i < v.batch.size(); ++i) {
+      v.result.push_back({DotView::ResultDim::kBatch, static_cast<int64_t>(i)});
+    }
+    for (size_t i = 0; i < v.lhs_free.size(); ++i) {
+      v.result.push_back({DotView::ResultDim::kLhsFree, static_cast<int64_t>(i)});
+    }
+    for (size_t i = 0; i < v.rhs_free.size(); ++i) {
+      v.result.push_back({DotView::ResultDim::kRhsFree, static_cast<int64_t>(i)});
+    }
+    return v;
+  }
+  if (h->opcode() != HloOpcode::kConvolution) return std::nullopt;
+  const ConvolutionDimensionNumbers& c = *h->attrs().dim_labels;
+  v.spatial = true;
+  v.contracting.push_back({c.input_feature, c.kernel_input_feature});
+  v.lhs_free.push_back(c.input_batch);
+  for (int64_t s : c.input_spatial) v.lhs_free.push_back(s);
+  v.rhs_free.push_back(c.kernel_output_feature);
+  v.result.assign(h->shape().rank(), {});
+  v.result[c.output_batch] = {DotView::ResultDim::kLhsFree, 0};
+  v.result[c.output_feature] = {DotView::ResultDim::kRhsFree, 0};
+  for (size_t i = 0; i < c.output_spatial.size(); ++i) {
+    v.result[c.output_spatial[i]] = {DotView::ResultDim::kLhsFree, static_cast<int64_t>(i) + 1};
+  }
+  return v;
+}
+
 void DotEvidence(const ProgramFacts& facts, const DotFact& d, int axis,
                  const std::set<int>& pipeline_axes, std::vector<Evidence>& out) {
   if (d.lhs == nullptr || d.rhs == nullptr) return;
   const HloInstruction* dot = d.dot;
-  const DotDimensionNumbers& dn = *dot->attrs().dot_dimension_numbers;
+  std::optional<DotView> view = ViewOf(dot);
+  if (!view.has_value()) return;
   const std::set<int64_t> ls = DimsOver(facts, d.lhs, axis);
   const std::set<int64_t> rs = DimsOver(facts, d.rhs, axis);
-  if (ls.empty() && rs.empty()) return;
-  const int64_t lrank = dot->operand(0)->shape().rank();
-  const int64_t rrank = dot->operand(1)->shape().rank();
-  const std::vector<int64_t> lfree = FreeDims(lrank, dn.lhs_batch, dn.lhs_contracting);
-  const std::vector<int64_t> rfree = FreeDims(rrank, dn.rhs_batch, dn.rhs_contracting);
+  const std::set<int64_t> os = DimsOver(facts, d.out, axis);
+  if (ls.empty() && rs.empty() && os.empty()) return;
+  // The weight: the operand that reaches an entry parameter through data movement only; the rhs
+  // when both do, except in a batched dot (two parameters batched together are activations).
   int wside = -1;
-  if (d.rhs_weight != nullptr) {
+  if (d.rhs_weight != nullptr && (d.lhs_weight == nullptr || view->batch.empty())) {
     wside = 1;
-  } else if (d.lhs_weight != nullptr) {
+  } else if (d.lhs_weight != nullptr && d.rhs_weight == nullptr) {
     wside = 0;
   }
-  const int aside = wside == 0 ? 1 : 0;
-  const std::set<int64_t>& as = aside == 0 ? ls : rs;
-  const std::set<int64_t>& ws = aside == 0 ? rs : ls;
-  const std::vector<int64_t>& afree = aside == 0 ? lfree : rfree;
-  const std::vector<int64_t>& wfree = aside == 0 ? rfree : lfree;
-  const HloInstruction* act = dot->operand(aside);
+  const std::set<int64_t>& ws = wside == 0 ? ls : rs;
   const HloInstruction* weight = wside >= 0 ? dot->operand(wside) : nullptr;
   const std::string where = d.in_global ? " (pre-partitioning)" : "";
-  bool batch_split = false, contract_split = false;
-  for (size_t i = 0; i < dn.lhs_batch.size() && i < dn.rhs_batch.size(); ++i) {
-    if (ls.contains(dn.lhs_batch[i]) && rs.contains(dn.rhs_batch[i])) batch_split = true;
-  }
-  for (size_t i = 0; i < dn.lhs_contracting.size() && i < dn.rhs_contracting.size(); ++i) {
-    if (ls.contains(dn.lhs_contracting[i]) && rs.contains(dn.rhs_contracting[i])) {
-      contract_split = true;
-    }
-  }
-  if (batch_split) {
-    if (weight != nullptr) {
-      if (!pipeline_axes.contains(axis)) {
-        Add(out, Role::kExpert, 1,
-            absl::StrCat("a dot's batch dim is split with stacked weights (experts or stages)",
-                         where),
-            {dot->name()});
-      }
-    } else if (ls.contains(0) &&
-               std::find(dn.lhs_batch.begin(), dn.lhs_batch.end(), 0) != dn.lhs_batch.end()) {
-      Add(out, Role::kData, 2,
-          absl::StrCat("an activation x activation dot's leading batch dim is split", where),
-          {dot->name()});
-    } else {
-      Add(out, Role::kTensor, 2,
-          absl::StrCat("an activation x activation dot's batch dim (heads) is split", where),
-          {dot->name()});
-    }
-  }
+  const std::string kind = dot->opcode() == HloOpcode::kConvolution ? "convolution" : "dot";
+  bool contract_split = false;
+  for (const auto& [l, r] : view->contracting) contract_split |= ls.contains(l) && rs.contains(r);
+  bool weight_used_split = false;  // The weight's split over the axis is one the dot keeps.
   if (contract_split) {
     if (weight != nullptr) {
+      weight_used_split = true;
       Add(out, Role::kTensor, 3,
-          absl::StrCat("row-parallel: a dot's contracting dim is split on both operands (partial "
-                       "sums reduced over the axis)",
+          absl::StrCat("row-parallel: the ", kind,
+                       "'s contracting dim is split on both operands (partial sums reduced over "
+                       "the axis)",
                        where),
           {dot->name()});
     } else if (ContractsDimZero(dot)) {
@@ -157,44 +185,146 @@ void DotEvidence(const ProgramFacts& facts, const DotFact& d, int axis,
           {dot->name()});
     } else {
       Add(out, Role::kTensor, 2,
-          absl::StrCat("an activation x activation dot's contracting dim is split", where),
+          absl::StrCat("an activation x activation ", kind, "'s contracting dim is split", where),
           {dot->name()});
     }
   }
-  bool act_free_split = false;
-  for (int64_t k : afree) act_free_split = act_free_split || as.contains(k);
-  bool weight_free_split = false;
-  for (int64_t k : wfree) weight_free_split = weight_free_split || ws.contains(k);
-  if (weight != nullptr && weight_free_split && !act_free_split && !batch_split) {
-    Add(out, Role::kTensor, 3,
-        absl::StrCat("column-parallel: the weight's output-feature dim is split", where),
-        {dot->name(), weight->name()});
+  // The layout the result asks for (the operands' layouts may be resharded to it). Without a
+  // result annotation, the operands' free and batch dims speak for it.
+  std::vector<DotView::ResultDim> split;
+  if (d.out != nullptr) {
+    for (int64_t k : os) {
+      if (k < static_cast<int64_t>(view->result.size())) split.push_back(view->result[k]);
+    }
+  } else {
+    for (size_t i = 0; i < view->batch.size(); ++i) {
+      if (ls.contains(view->batch[i].first) && rs.contains(view->batch[i].second)) {
+        split.push_back({DotView::ResultDim::kBatch, static_cast<int64_t>(i)});
+      }
+    }
+    for (size_t i = 0; i < view->lhs_free.size(); ++i) {
+      if (ls.contains(view->lhs_free[i])) {
+        split.push_back({DotView::ResultDim::kLhsFree, static_cast<int64_t>(i)});
+      }
+    }
+    for (size_t i = 0; i < view->rhs_free.size(); ++i) {
+      if (rs.contains(view->rhs_free[i])) {
+        split.push_back({DotView::ResultDim::kRhsFree, static_cast<int64_t>(i)});
+      }
+    }
   }
-  if (!afree.empty() && as.contains(afree[0])) {
-    if (weight != nullptr && !ws.empty() && !batch_split) {
-      Add(out, Role::kFsdp, 2,
-          absl::StrCat("the activation's batch dim and the weight are both split (the weight is "
-                       "gathered for the dot)",
-                       where),
+  for (const DotView::ResultDim& r : split) {
+    if (r.kind == DotView::ResultDim::kBatch) {
+      if (weight != nullptr) {
+        weight_used_split = true;
+        if (!pipeline_axes.contains(axis)) {
+          Add(out, Role::kExpert, 1,
+              absl::StrCat("a dot's batch dim is split with stacked weights (experts or stages)",
+                           where),
+              {dot->name()});
+        }
+      } else if (r.index == 0) {
+        Add(out, Role::kData, 3, absl::StrCat("a dot's leading batch dim is split", where),
+            {dot->name()});
+      } else {
+        Add(out, Role::kTensor, 2, absl::StrCat("a dot's inner batch dim (heads) is split", where),
+            {dot->name()});
+      }
+      continue;
+    }
+    const bool from_weight = (r.kind == DotView::ResultDim::kLhsFree) == (wside == 0);
+    if (weight != nullptr && from_weight) {
+      weight_used_split = true;
+      Add(out, Role::kTensor, 3,
+          absl::StrCat("column-parallel: the weight's output-feature dim is split", where),
           {dot->name(), weight->name()});
-    } else if (weight != nullptr) {
-      Add(out, Role::kData, 3,
-          absl::StrCat("the activation's batch dim is split, the weight is replicated", where),
-          {dot->name(), act->name()});
-    } else if (!batch_split) {
-      Add(out, Role::kData, 2,
-          absl::StrCat("an activation x activation dot's leading free dim is split", where),
-          {dot->name()});
+      continue;
     }
-  }
-  for (size_t i = 1; i < afree.size(); ++i) {
-    if (as.contains(afree[i])) {
+    // The activation's first free dim is its batch, unless the dot batches activations (then
+    // the batch is among the batch dims); stacked weights' batch dims are stages or experts.
+    const bool leading = r.index == 0 && (view->batch.empty() || weight != nullptr);
+    if (view->spatial && r.index > 0) {
+      Add(out, Role::kSequence, 2,
+          absl::StrCat("a convolution's spatial dim is split (spatial partitioning)", where),
+          {dot->name()});
+    } else if (leading) {
+      Add(out, Role::kData, weight != nullptr ? 3 : 2,
+          absl::StrCat("the activation's batch dim is split",
+                       weight != nullptr ? ", the weight "
+                                           "is not"
+                                         : "",
+                       where),
+          {dot->name()});
+    } else if (weight == nullptr && view->batch.empty()) {
+      Add(out, Role::kTensor, 2,
+          absl::StrCat("an activation x activation dot's second free dim is split", where),
+          {dot->name()});
+    } else {
       Add(out, Role::kSequence, 2,
           absl::StrCat("an activation dim after the batch dim (sequence) is split", where),
-          {dot->name(), act->name()});
-      break;
+          {dot->name()});
     }
   }
+  // A weight stored split over the axis in a way the dot does not keep: gathered before use.
+  if (weight != nullptr && !ws.empty() && !weight_used_split) {
+    Add(out, Role::kFsdp, 2,
+        absl::StrCat("the weight is stored split over the axis but the ", kind,
+                     " needs it whole there (gathered before use)", where),
+        {dot->name(), weight->name()});
+  }
+}
+
+// True when `h` reaches a dot or convolution as its rhs (the weight or kernel side) through data
+// movement.
+bool FeedsCompute(
+    const HloInstruction* h,
+    const absl::flat_hash_map<const HloInstruction*, std::vector<const HloInstruction*>>& users) {
+  std::vector<std::pair<const HloInstruction*, int>> stack = {{h, 0}};
+  while (!stack.empty()) {
+    auto [x, depth] = stack.back();
+    stack.pop_back();
+    auto it = users.find(x);
+    if (it == users.end() || depth > 8) continue;
+    for (const HloInstruction* u : it->second) {
+      switch (u->opcode()) {
+        case HloOpcode::kDot:
+        case HloOpcode::kConvolution:
+          if (u->operand_count() == 2 && u->operand(1) == x) return true;
+          break;
+        case HloOpcode::kCopy:
+        case HloOpcode::kConvert:
+        case HloOpcode::kBitcast:
+        case HloOpcode::kReshape:
+        case HloOpcode::kTranspose:
+        case HloOpcode::kSlice:
+        case HloOpcode::kDynamicSlice:
+        case HloOpcode::kBroadcast:
+        case HloOpcode::kAllGather:
+        case HloOpcode::kAllGatherDone:
+          stack.push_back({u, depth + 1});
+          break;
+        default:
+          break;
+      }
+    }
+  }
+  return false;
+}
+
+// Every pair moves one step along `axis` only, in one direction, and none wraps.
+bool IsHalo(const CollectiveFact& c, int axis, const RecoveredMesh& mesh) {
+  if (c.moves.empty()) return false;
+  int64_t dir = 0;
+  for (const CollectiveFact::Move& m : c.moves) {
+    for (int b = 0; b < mesh.num_axes(); ++b) {
+      if (b != axis && m.delta[b] != 0) return false;
+    }
+    const int64_t d = m.delta[axis];
+    if (d != 1 && d != -1) return false;
+    if (dir != 0 && d != dir) return false;
+    dir = d;
+  }
+  return true;
 }
 
 bool WholeAxis(const CollectiveFact& c, int axis, const RecoveredMesh& mesh) {
@@ -256,6 +386,38 @@ std::vector<std::vector<Evidence>> InferRoles(const ProgramFacts& facts,
   for (const DotFact& d : facts.dots()) {
     for (int a = 0; a < mesh.num_axes(); ++a) DotEvidence(facts, d, a, pipeline_axes, out[a]);
   }
+  // Window ops sliding over a split dim: spatial (or sequence) partitioning.
+  const HloModule& semantic =
+      facts.global_module() != nullptr ? *facts.global_module() : facts.module();
+  for (const auto& comp : semantic.computations()) {
+    for (const auto& h : comp->instructions()) {
+      if ((h->opcode() != HloOpcode::kReduceWindow &&
+           h->opcode() != HloOpcode::kSelectAndScatter) ||
+          !h->attrs().window.has_value()) {
+        continue;
+      }
+      const HloSharding* s = facts.AnnotationThrough(h->operand(0));
+      if (s == nullptr) continue;
+      const std::vector<WindowDim>& window = *h->attrs().window;
+      for (int a = 0; a < mesh.num_axes(); ++a) {
+        for (int64_t k : DimsOver(facts, s, a)) {
+          if (k < static_cast<int64_t>(window.size()) && window[k].size > 1) {
+            Add(out[a], Role::kSequence, 2,
+                "a window op slides over a split dim (spatial or sequence partitioning, with halo "
+                "exchanges)",
+                {h->name()});
+          }
+        }
+      }
+    }
+  }
+  // Users, to see what a gathered parameter feeds.
+  absl::flat_hash_map<const HloInstruction*, std::vector<const HloInstruction*>> users;
+  for (const auto& comp : facts.module().computations()) {
+    for (const auto& h : comp->instructions()) {
+      for (const HloInstruction* o : h->operands()) users[o].push_back(h.get());
+    }
+  }
   for (const CollectiveFact& c : facts.collectives()) {
     const HloInstruction* h = c.instruction;
     for (int a = 0; a < mesh.num_axes(); ++a) {
@@ -269,15 +431,36 @@ std::vector<std::vector<Evidence>> InferRoles(const ProgramFacts& facts,
         case HloOpcode::kAllGather:
         case HloOpcode::kAllGatherStart:
           if (const HloInstruction* p = facts.WeightSource(h->operand(0));
-              p != nullptr && !pipeline_axes.contains(a)) {
-            Add(out[a], Role::kFsdp, 3, "a parameter is stored split and all-gathered before use",
+              p != nullptr && !pipeline_axes.contains(a) && FeedsCompute(h, users)) {
+            Add(out[a], Role::kFsdp, 2,
+                "a parameter stored split over the axis is all-gathered before use (FSDP/ZeRO-3, "
+                "or a partitioner gathering where the program asked for partial sums)",
                 {h->name(), p->name()});
           }
           break;
         case HloOpcode::kReduceScatter:
-          Add(out[a], Role::kFsdp, 2,
-              "reduce-scatter over the axis (ZeRO-style: each device keeps its shard of a sum)",
-              {h->name()});
+          if (const HloInstruction* dot = DotBehind(h->operand(0))) {
+            if (ContractsDimZero(dot) && facts.WeightSource(dot->operand(0)) == nullptr &&
+                facts.WeightSource(dot->operand(1)) == nullptr) {
+              Add(out[a], Role::kFsdp, 2,
+                  "gradients (a batch-contracting dot) are reduce-scattered (ZeRO: each device "
+                  "keeps its shard)",
+                  {h->name(), dot->name()});
+            } else {
+              Add(out[a], Role::kTensor, 2,
+                  "a dot's partial sums are reduce-scattered over the axis",
+                  {h->name(), dot->name()});
+            }
+          }
+          break;
+        case HloOpcode::kCollectivePermute:
+          // A halo exchange: neighbours along one axis, no wrap, outside loops.
+          if (c.loop == nullptr && IsHalo(c, a, mesh)) {
+            Add(out[a], Role::kSequence, 2,
+                "halo exchange: neighbours along the axis swap edges (a window op's spatial or "
+                "sequence dim is split)",
+                {h->name()});
+          }
           break;
         case HloOpcode::kAllReduce:
         case HloOpcode::kAllReduceStart:
