@@ -323,8 +323,8 @@ absl::StatusOr<Explanation> Explain(const ModuleSource& input, const ModuleSourc
   if (n == 1) {
     out.answer = "one device: no parallelism";
   } else if (pipes.empty()) {
-    out.answer = absl::StrCat("intra-op only",
-                              intra.empty() ? " (no axis splits a value)" : intra_text);
+    out.answer =
+        absl::StrCat("intra-op only", intra.empty() ? " (no axis splits a value)" : intra_text);
   } else {
     out.answer = absl::StrCat("intra-op plus ", absl::StrJoin(pipes, " and "), intra_text);
   }
