@@ -28,6 +28,14 @@ std::string Plural(int64_t n, absl::string_view one, absl::string_view many) {
   return absl::StrCat(n, " ", n == 1 ? one : many);
 }
 
+// How a device-level claim is checked: Z3, or device by device past the table limit.
+std::string HowChecked(int64_t devices, bool tables) {
+  if (tables && devices > kMaxZ3TableDevices) {
+    return absl::StrCat(" [checked on each of the ", devices, " devices]");
+  }
+  return " [Z3, every device]";
+}
+
 PipelineExplanation ExplainPipeline(const ProgramFacts& facts, const PipelineFinding& p,
                                     const ExplainOptions& options) {
   const RecoveredMesh& mesh = facts.mesh();
@@ -97,6 +105,7 @@ PipelineExplanation ExplainPipeline(const ProgramFacts& facts, const PipelineFin
         " on every device (other coordinates kept); the last stage ",
         wrap_read ? "wraps to the first (the schedule reads the wrapped slot)"
                   : "may wrap or send nothing (the schedule overwrites the wrapped slot)");
+    absl::StrAppend(&check.claim, HowChecked(mesh.num_devices(), true));
     const absl::Time start = absl::Now();
     check.result = ProveRotation(mesh, p.axis, pairs, dir, wrap, options.timeout_ms);
     check.millis = absl::ToDoubleMilliseconds(absl::Now() - start);
@@ -113,6 +122,12 @@ PipelineExplanation ExplainPipeline(const ProgramFacts& facts, const PipelineFin
         s.op->name(), ": the device holding stage s of ", s.op->operand(s.state_operand)->name(),
         " holds stage s of ", s.op->operand(s.weight_operand)->name(), " (the weights, parameter ",
         s.weight_param->name(), "), and s is its coordinate along ", out.axis);
+    absl::StrAppend(&check.claim,
+                    HowChecked(mesh.num_devices(),
+                               s.state_sharding.Canonical().tile_assignment().is_iota() &&
+                                       s.weight_sharding.Canonical().tile_assignment().is_iota()
+                                   ? false
+                                   : true));
     const absl::Time start = absl::Now();
     check.result = ProveOwnWeights(mesh, p.axis, s.state_sharding, s.state_dim, s.weight_sharding,
                                    s.weight_dim, options.timeout_ms);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -118,16 +119,31 @@ z3::expr Bounded(z3::context& ctx, const z3::expr& v, int64_t size) {
   return v >= ctx.int_val(static_cast<int64_t>(0)) && v < ctx.int_val(size);
 }
 
-smt::ProofResult Solve(z3::solver& solver,
-                       const std::function<std::string(const z3::model&)>& cex) {
+// Proved when the violation `solver` holds is unsatisfiable; refuted with the lowest violating
+// device (`device` in the model; found by asking again below each one, so that the counterexample
+// does not depend on Z3's choice of model).
+smt::ProofResult Solve(z3::solver& solver, const z3::expr& device,
+                       const std::function<std::optional<std::string>(int64_t)>& cex) {
   switch (solver.check()) {
     case z3::unsat:
       return smt::ProofResult::Proved();
     case z3::sat:
-      return smt::ProofResult::Refuted(cex(solver.get_model()));
+      break;
     default:
       return smt::ProofResult::Unknown(absl::StrCat("Z3: ", solver.reason_unknown()));
   }
+  int64_t lowest = smt::ModelInt(solver.get_model(), device);
+  for (int round = 0; round < 64; ++round) {
+    solver.add(device < solver.ctx().int_val(lowest));
+    if (solver.check() != z3::sat) break;
+    lowest = smt::ModelInt(solver.get_model(), device);
+  }
+  std::optional<std::string> why = cex(lowest);
+  if (!why.has_value()) {
+    return smt::ProofResult::Unknown(
+        absl::StrCat("Z3's counterexample, device ", lowest, ", holds when checked directly"));
+  }
+  return smt::ProofResult::Refuted(*why);
 }
 
 z3::solver MakeSolver(z3::context& ctx, int64_t timeout_ms) {
@@ -331,27 +347,8 @@ smt::ProofResult ProveRotation(const RecoveredMesh& mesh, int axis, const Source
     }
     target[s] = t;
   }
-  z3::context ctx;
-  z3::solver solver = MakeSolver(ctx, timeout_ms);
-  z3::expr d = ctx.int_const("d");
-  solver.add(Bounded(ctx, d, n));
-  const z3::expr coord = (d / ctx.int_val(stride)) % ctx.int_val(size);
-  const z3::expr next = coord + ctx.int_val(direction);
-  const z3::expr in_range =
-      next >= ctx.int_val(static_cast<int64_t>(0)) && next < ctx.int_val(size);
-  const z3::expr tgt = smt::TableLookup(ctx, d, target);
-  const z3::expr expected = d + ctx.int_val(direction * stride);
-  const z3::expr wrapped = d + ctx.int_val((direction > 0 ? -(size - 1) : (size - 1)) * stride);
-  z3::expr bad = (in_range && tgt != expected);
-  if (wrap == WrapPolicy::kRequired) {
-    bad = bad || (!in_range && tgt != wrapped);
-  } else {
-    bad = bad || (!in_range && tgt != ctx.int_val(static_cast<int64_t>(-1)) && tgt != wrapped);
-  }
-  solver.add(bad);
   const std::string& name = mesh.axes()[axis].name;
-  return Solve(solver, [&](const z3::model& model) {
-    const int64_t dev = smt::ModelInt(model, d);
+  const auto explain = [&](int64_t dev) {
     const int64_t c = mesh.Coordinate(dev, axis);
     int64_t want = c + direction;
     const bool edge = want < 0 || want >= size;
@@ -368,7 +365,50 @@ smt::ProofResult ProveRotation(const RecoveredMesh& mesh, int axis, const Source
     return absl::StrCat(DeviceText(mesh, dev), " holds stage ", c, " of ", name, " and ", has,
                         "; stage ", c, "'s output belongs to stage ", want, " on ",
                         DeviceText(mesh, want_device));
-  });
+  };
+  // What is wrong on `dev`, if anything (the claim, device by device).
+  const auto violation = [&](int64_t dev) -> std::optional<std::string> {
+    const int64_t next = mesh.Coordinate(dev, axis) + direction;
+    if (next >= 0 && next < size) {
+      if (target[dev] == mesh.WithCoordinate(dev, axis, next)) return std::nullopt;
+    } else {
+      const int64_t wrapped = mesh.WithCoordinate(dev, axis, (next + size) % size);
+      if (target[dev] == wrapped || (wrap == WrapPolicy::kOptional && target[dev] == -1)) {
+        return std::nullopt;
+      }
+    }
+    return explain(dev);
+  };
+  if (n > kMaxZ3TableDevices) {
+    for (int64_t dev = 0; dev < n; ++dev) {
+      if (std::optional<std::string> why = violation(dev)) return smt::ProofResult::Refuted(*why);
+    }
+    return smt::ProofResult::Proved();
+  }
+  z3::context ctx;
+  z3::solver solver = MakeSolver(ctx, timeout_ms);
+  // d = hi * (stride * size) + coord * stride + lo: linear, no div/mod.
+  const z3::expr hi = ctx.int_const("hi");
+  const z3::expr coord = ctx.int_const("coord");
+  const z3::expr lo = ctx.int_const("lo");
+  solver.add(Bounded(ctx, hi, n / (stride * size)));
+  solver.add(Bounded(ctx, coord, size));
+  solver.add(Bounded(ctx, lo, stride));
+  const z3::expr d = hi * ctx.int_val(stride * size) + coord * ctx.int_val(stride) + lo;
+  const z3::expr next = coord + ctx.int_val(direction);
+  const z3::expr in_range =
+      next >= ctx.int_val(static_cast<int64_t>(0)) && next < ctx.int_val(size);
+  const z3::expr tgt = smt::TableLookup(ctx, d, target);
+  const z3::expr expected = d + ctx.int_val(direction * stride);
+  const z3::expr wrapped = d + ctx.int_val((direction > 0 ? -(size - 1) : (size - 1)) * stride);
+  z3::expr bad = (in_range && tgt != expected);
+  if (wrap == WrapPolicy::kRequired) {
+    bad = bad || (!in_range && tgt != wrapped);
+  } else {
+    bad = bad || (!in_range && tgt != ctx.int_val(static_cast<int64_t>(-1)) && tgt != wrapped);
+  }
+  solver.add(bad);
+  return Solve(solver, d, violation);
 }
 
 smt::ProofResult ProveOwnWeights(const RecoveredMesh& mesh, int axis, const HloSharding& state,
@@ -382,11 +422,39 @@ smt::ProofResult ProveOwnWeights(const RecoveredMesh& mesh, int axis, const HloS
       weights.tile_assignment().num_elements() != n) {
     return smt::ProofResult::Unknown("a tile assignment does not cover every device once");
   }
+  const HloSharding sc = state.Canonical();
+  const HloSharding wc = weights.Canonical();
+  // What is wrong on `dev`, if anything.
+  const auto violation = [&](int64_t dev) -> std::optional<std::string> {
+    std::optional<std::vector<int64_t>> a = sc.tile_assignment().TileIndexOf(dev);
+    std::optional<std::vector<int64_t>> b = wc.tile_assignment().TileIndexOf(dev);
+    if (!a.has_value() || !b.has_value()) {
+      return absl::StrCat(DeviceText(mesh, dev), " holds no tile of the state or the weights");
+    }
+    if ((*a)[state_dim] != (*b)[weight_dim]) {
+      return absl::StrCat(DeviceText(mesh, dev), " computes stage ", (*a)[state_dim],
+                          " of the state but holds the weights of stage ", (*b)[weight_dim]);
+    }
+    if ((*a)[state_dim] != mesh.Coordinate(dev, axis)) {
+      return absl::StrCat(DeviceText(mesh, dev), " holds stage ", (*a)[state_dim],
+                          " of the state and the weights, but its coordinate along ",
+                          mesh.axes()[axis].name, " is ", mesh.Coordinate(dev, axis),
+                          ": the rotation along the axis does not follow the stage order");
+    }
+    return std::nullopt;
+  };
+  if (n > kMaxZ3TableDevices &&
+      (!sc.tile_assignment().is_iota() || !wc.tile_assignment().is_iota())) {
+    for (int64_t dev = 0; dev < n; ++dev) {
+      if (std::optional<std::string> why = violation(dev)) return smt::ProofResult::Refuted(*why);
+    }
+    return smt::ProofResult::Proved();
+  }
   z3::context ctx;
   z3::solver solver = MakeSolver(ctx, timeout_ms);
-  smt::TileEncoding s = smt::EncodeTileAssignment(ctx, state.Canonical().tile_assignment(), "s_",
+  smt::TileEncoding s = smt::EncodeTileAssignment(ctx, sc.tile_assignment(), "s_",
                                                   /*with_index=*/true);
-  smt::TileEncoding w = smt::EncodeTileAssignment(ctx, weights.Canonical().tile_assignment(), "w_",
+  smt::TileEncoding w = smt::EncodeTileAssignment(ctx, wc.tile_assignment(), "w_",
                                                   /*with_index=*/true);
   solver.add(s.constraints);
   solver.add(w.constraints);
@@ -397,19 +465,7 @@ smt::ProofResult ProveOwnWeights(const RecoveredMesh& mesh, int axis, const HloS
   const z3::expr& si = s.index[state_dim];
   const z3::expr& wi = w.index[weight_dim];
   solver.add(si != wi || si != coord);
-  return Solve(solver, [&](const z3::model& model) {
-    const int64_t dev = smt::ModelInt(model, s.device);
-    const int64_t a = smt::ModelInt(model, si);
-    const int64_t b = smt::ModelInt(model, wi);
-    if (a != b) {
-      return absl::StrCat(DeviceText(mesh, dev), " computes stage ", a,
-                          " of the state but holds the weights of stage ", b);
-    }
-    return absl::StrCat(DeviceText(mesh, dev), " holds stage ", a,
-                        " of the state and the weights, but its coordinate along ",
-                        mesh.axes()[axis].name, " is ", mesh.Coordinate(dev, axis),
-                        ": the rotation along the axis does not follow the stage order");
-  });
+  return Solve(solver, s.device, violation);
 }
 
 }  // namespace spmdcheck::explain

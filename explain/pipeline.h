@@ -76,6 +76,11 @@ struct PipelineDetection {
 };
 PipelineDetection DetectPipelines(const ProgramFacts& facts);
 
+// Explicit pairs and device lists are Z3 tables; past this many devices a table makes Z3 slow
+// (0.3 s at 128 devices, 2 s at 256, a 10 s timeout at 512), so the same claims are checked
+// device by device instead (exhaustive, as exact, named in the check's claim).
+inline constexpr int64_t kMaxZ3TableDevices = 128;
+
 // How a rotation must treat the last stage's output.
 enum class WrapPolicy { kRequired, kOptional };
 

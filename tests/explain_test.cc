@@ -225,6 +225,42 @@ TEST(ExplainProofTest, RotationIsProvedAndWrongRotationsAreRefuted) {
   EXPECT_THAT(reversed.counterexample, HasSubstr("device 1 ("));
 }
 
+TEST(ExplainProofTest, LargeMeshesAreCheckedDeviceByDevice) {
+  // 4 x 64 = 256 devices: past kMaxZ3TableDevices, the same claim, checked on every device.
+  absl::StatusOr<RecoveredMesh> mesh =
+      RecoveredMesh::Recover(256, {}, *ParseMeshFlag("stage=4,data=64"));
+  ASSERT_TRUE(mesh.ok());
+  ASSERT_GT(mesh->num_devices(), kMaxZ3TableDevices);
+  SourceTargetPairs good, two, nowrap;
+  for (int64_t d = 0; d < 256; ++d) {
+    const int64_t s = mesh->Coordinate(d, 0);
+    good.push_back({d, mesh->WithCoordinate(d, 0, (s + 1) % 4)});
+    two.push_back({d, mesh->WithCoordinate(d, 0, (s + 2) % 4)});
+    if (s < 3) nowrap.push_back({d, mesh->WithCoordinate(d, 0, s + 1)});
+  }
+  EXPECT_EQ(ProveRotation(*mesh, 0, good, 1, WrapPolicy::kRequired, 10000).verdict,
+            Verdict::kHolds);
+  EXPECT_EQ(ProveRotation(*mesh, 0, nowrap, 1, WrapPolicy::kOptional, 10000).verdict,
+            Verdict::kHolds);
+  smt::ProofResult off = ProveRotation(*mesh, 0, two, 1, WrapPolicy::kOptional, 10000);
+  ASSERT_EQ(off.verdict, Verdict::kFails);
+  EXPECT_THAT(off.counterexample, HasSubstr("device 0 (stage=0, data=0) holds stage 0 of stage"));
+  smt::ProofResult wrap = ProveRotation(*mesh, 0, nowrap, 1, WrapPolicy::kRequired, 10000);
+  ASSERT_EQ(wrap.verdict, Verdict::kFails);
+  EXPECT_THAT(wrap.counterexample, HasSubstr("sends nothing"));
+  absl::StatusOr<HloSharding> state = ParseSharding("{devices=[4,64,1]<=[256]}");
+  std::vector<int64_t> reversed;
+  for (int64_t s = 3; s >= 0; --s) {
+    for (int64_t d = 0; d < 64; ++d) reversed.push_back(64 * s + d);
+  }
+  absl::StatusOr<TileAssignment> rt = TileAssignment::Explicit({4, 1, 1, 64}, reversed);
+  ASSERT_TRUE(state.ok() && rt.ok());
+  const HloSharding weights = HloSharding::PartialTile(*rt);
+  smt::ProofResult bad = ProveOwnWeights(*mesh, 0, *state, 0, weights, 0, 10000);
+  ASSERT_EQ(bad.verdict, Verdict::kFails);
+  EXPECT_THAT(bad.counterexample, HasSubstr("holds the weights of stage 3"));
+}
+
 TEST(ExplainProofTest, OwnWeightsIsProvedAndMisplacedWeightsAreRefuted) {
   const RecoveredMesh mesh = StageByData();
   absl::StatusOr<HloSharding> state = ParseSharding("{devices=[4,2,1]<=[8]}");
