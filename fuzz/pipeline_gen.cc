@@ -340,7 +340,7 @@ absl::StatusOr<HloInstruction*> Emitter::Emit() {
   auto loop = Make(HloOpcode::kWhile, OneFOneB() ? "pipeline_1f1b" : "pipeline_gpipe", state, {t});
   loop->mutable_called().push_back(CalledComputations{"condition", {cond.get()}, false});
   loop->mutable_called().push_back(CalledComputations{"body", {body.get()}, false});
-  loop->set_sharding(tuple_);
+  if (spec_.shard_loop) loop->set_sharding(tuple_);
   sink_.add_computation(std::move(cond));
   sink_.add_computation(std::move(body));
   HloInstruction* l = Put(nullptr, std::move(loop));
@@ -365,7 +365,7 @@ void showValue(const PipelineSpec& spec, std::ostream& os) {
      << " hidden=" << spec.hidden_per_device * spec.tensor
      << " collect_after_rotation=" << spec.collect_after_rotation << " wrap=" << spec.wrap
      << " axis_order=" << absl::StrJoin(order, ",") << " manual_rotation=" << spec.manual_rotation
-     << " dot_stages=" << spec.dot_stages;
+     << " dot_stages=" << spec.dot_stages << " shard_loop=" << spec.shard_loop;
 }
 
 absl::StatusOr<Mesh> PipelineMesh(const PipelineSpec& spec) {
@@ -452,31 +452,34 @@ std::optional<PipelineOnMesh> PipelineSpecForMesh(const Mesh& mesh,
   s.wrap = below(2) == 0;
   s.manual_rotation = false;
   s.dot_stages = false;
+  s.shard_loop = false;  // So that campaigns reach XLA's partitioning of the loop (see the spec).
   return out;
 }
 
 rc::Gen<PipelineSpec> GenPipelineSpec(int64_t max_devices) {
   static const std::vector<std::vector<int>> kOrders = {{0, 1, 2}, {1, 0, 2}, {0, 2, 1},
                                                         {2, 0, 1}, {1, 2, 0}, {2, 1, 0}};
-  return gen::map(
-      gen::tuple(gen::element(PipelineSchedule::kGPipe, PipelineSchedule::kOneFOneB),
-                 gen::inRange<int64_t>(2, 5), gen::element<int64_t>(1, 2),
-                 gen::element<int64_t>(1, 2), gen::inRange<int64_t>(1, 5),
-                 gen::inRange<int64_t>(1, 3), gen::inRange<int64_t>(1, 3), gen::arbitrary<bool>(),
-                 gen::element<bool>(true, false), gen::elementOf(kOrders),
-                 gen::element<bool>(true, false), gen::element<bool>(true, false)),
-      [max_devices](const auto& t) {
-        PipelineSpec s;
-        std::tie(s.schedule, s.stages, s.data, s.tensor, s.micro_batches, s.rows_per_device,
-                 s.hidden_per_device, s.collect_after_rotation, s.wrap, s.axis_order,
-                 s.manual_rotation, s.dot_stages) = t;
-        // Keep the mesh within max_devices: drop tensor, then data, then shrink the stages.
-        if (s.stages * s.data * s.tensor > max_devices) s.tensor = 1;
-        if (s.stages * s.data * s.tensor > max_devices) s.data = 1;
-        while (s.stages > 2 && s.stages * s.data * s.tensor > max_devices) --s.stages;
-        if (s.schedule == PipelineSchedule::kOneFOneB) s.collect_after_rotation = false;
-        return s;
-      });
+  return gen::map(gen::tuple(gen::element(PipelineSchedule::kGPipe, PipelineSchedule::kOneFOneB),
+                             gen::inRange<int64_t>(2, 5), gen::element<int64_t>(1, 2),
+                             gen::element<int64_t>(1, 2), gen::inRange<int64_t>(1, 5),
+                             gen::inRange<int64_t>(1, 3), gen::inRange<int64_t>(1, 3),
+                             gen::arbitrary<bool>(), gen::element<bool>(true, false),
+                             gen::elementOf(kOrders), gen::element<bool>(true, false),
+                             gen::element<bool>(true, false), gen::element<bool>(true, false)),
+                  [max_devices](const auto& t) {
+                    PipelineSpec s;
+                    std::tie(s.schedule, s.stages, s.data, s.tensor, s.micro_batches,
+                             s.rows_per_device, s.hidden_per_device, s.collect_after_rotation,
+                             s.wrap, s.axis_order, s.manual_rotation, s.dot_stages, s.shard_loop) =
+                        t;
+                    // Keep the mesh within max_devices: drop tensor, then data, then shrink the
+                    // stages.
+                    if (s.stages * s.data * s.tensor > max_devices) s.tensor = 1;
+                    if (s.stages * s.data * s.tensor > max_devices) s.data = 1;
+                    while (s.stages > 2 && s.stages * s.data * s.tensor > max_devices) --s.stages;
+                    if (s.schedule == PipelineSchedule::kOneFOneB) s.collect_after_rotation = false;
+                    return s;
+                  });
 }
 
 }  // namespace spmdcheck::fuzz

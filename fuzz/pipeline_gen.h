@@ -51,6 +51,11 @@ struct PipelineSpec {
   // Stages apply dots with [S,H,H] weights (true), or multiply by [S,R,H] weights elementwise
   // (no dot: the tensor axis then splits the features of every stage value).
   bool dot_stages = true;
+  // The while instruction carries the state's tuple sharding (its body parameter and root always
+  // do). XLA 0.10.2 (jaxlib, GSPMD and Shardy alike) fails a RET_CHECK (hlo_sharding.cc
+  // `leaf_count == tuple_elements_.size()`) on a sharded while with loop-invariant elements, after
+  // its HLO -> StableHLO -> HLO round trip; without it, XLA partitions these loops.
+  bool shard_loop = true;
   // Mesh axis order in device ids (major first), a permutation of {0 stage, 1 data, 2 tensor}.
   std::vector<int> axis_order = {0, 1, 2};
 };
