@@ -18,8 +18,14 @@ if [ -d "$fuzz_build/fuzz" ]; then
     [ -x "$bin" ] || continue
     mkdir -p "$tmp/$target"
     cp -r "$root/corpus/$target/." "$tmp/$target/" 2>/dev/null || true
-    line="$("$bin" -max_total_time=10 -print_final_stats=1 "$tmp/$target" 2>&1 | grep -E 'stat::number_of_executed_units|Done [0-9]+ runs' | tail -1)"
-    echo "== $target: $line"
+    # Wall-clock exec/s depends on the load; executions per CPU-second (user + sys of the
+    # fuzzer process) much less.
+    /usr/bin/time -f "%U %S" -o "$tmp/$target.time" "$bin" -max_total_time="${SECONDS_PER_TARGET:-20}" \
+      -print_final_stats=1 -seed=1 "$tmp/$target" > "$tmp/$target.log" 2>&1 || true
+    runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$tmp/$target.log")"
+    wall="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$tmp/$target.log")"
+    cpu="$(awk '{print $1 + $2}' "$tmp/$target.time")"
+    echo "== $target: $runs runs, $wall exec/s wall, $(awk -v r="$runs" -v c="$cpu" 'BEGIN {printf "%.0f", r / c}') exec per CPU-second"
   done
 else
   echo "(no clang fuzz build at $fuzz_build: cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DSPMDCHECK_FUZZ=ON)"

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "fuzz/gen.h"
+#include "fuzz/pipeline_gen.h"
 #include "ir/hlo_printer.h"
 #include "ir/mesh.h"
 #include "ir/shape_inference.h"
@@ -43,7 +44,8 @@ constexpr const char* kGenOpNames[kNumGenOps] = {"unary",
                                                  "constant",
                                                  "parameter",
                                                  "while",
-                                                 "pipeline"};
+                                                 "pipeline",
+                                                 "pipeline-schedule"};
 
 // Reads choices from a block of bytes; bytes past the end read as 0, so 0 is always the
 // simplest option.
@@ -850,6 +852,25 @@ class Builder {
   // rotate (slice + concatenate along one dim), plus the invariant w in a pipeline.
   bool While(Choices& ch, bool pipeline);
 
+  // A GPipe- or 1F1B-style pipeline over axes of the mesh, emitted by fuzz/pipeline_gen.h.
+  bool PipelineSchedule(Choices& ch) {
+    std::optional<PipelineOnMesh> p =
+        PipelineSpecForMesh(mesh_, [&ch](int64_t n) { return ch.Below(n); });
+    if (!p.has_value()) return false;
+    PipelineSink sink;
+    sink.parameter = [&](const Shape& shape) { return Parameter(shape, ch); };
+    sink.add = [&](std::unique_ptr<HloInstruction> h) { return Emit(entry_, std::move(h)); };
+    sink.add_computation = [&](std::unique_ptr<HloComputation> c) {
+      pending_.push_back(std::move(c));
+    };
+    sink.name = [&](absl::string_view stem) { return absl::StrCat(stem, ".", next_id_++); };
+    absl::StatusOr<HloInstruction*> out =
+        EmitPipeline(p->spec, mesh_, p->stage_axis, p->data_axis, p->tensor_axis, sink);
+    if (!out.ok()) return false;
+    pool_.push_back(*out);
+    return true;
+  }
+
   std::unique_ptr<HloModule> Finish(Choices& ch);
 
  private:
@@ -1063,6 +1084,8 @@ bool Builder::Step(GenOp op, Choices& ch) {
       return While(ch, /*pipeline=*/false);
     case GenOp::kPipeline:
       return While(ch, /*pipeline=*/true);
+    case GenOp::kPipelineSchedule:
+      return PipelineSchedule(ch);
   }
   return false;
 }
@@ -1161,6 +1184,7 @@ std::array<int, kNumGenOps> ProgramGenOptions::DefaultOpWeights() {
   set(GenOp::kParameter, 3);
   set(GenOp::kWhile, 3);
   set(GenOp::kPipeline, 2);
+  set(GenOp::kPipelineSchedule, 2);
   return w;
 }
 
@@ -1171,6 +1195,7 @@ std::array<int, kNumGenOps> ProgramGenOptions::NarrowOpWeights() {
                    GenOp::kDynamicUpdateSlice, GenOp::kIota, GenOp::kWhile, GenOp::kPipeline}) {
     w[static_cast<int>(op)] = 0;
   }
+  w[static_cast<int>(GenOp::kPipelineSchedule)] = 0;
   return w;
 }
 

@@ -52,8 +52,9 @@ enum class GenOp : uint8_t {
   kParameter,           // (1)
   kWhile,               // counter-bounded loop over a sharded state (4)
   kPipeline,            // while loop over a stage-sharded state rotated each trip (5)
+  kPipelineSchedule,    // GPipe- or 1F1B-style pipeline loop (fuzz/pipeline_gen.h) (9-11)
 };
-inline constexpr int kNumGenOps = 22;
+inline constexpr int kNumGenOps = 23;
 absl::string_view GenOpName(GenOp op);
 
 struct ProgramGenOptions {

@@ -94,7 +94,23 @@ expect 0 "consecutive-permutes" -- python3 -c 'import json,sys; d=json.load(open
 expect 2 "--format must be" -- "$bin" lint "$src/corpus/lint/good/02_a2a_dim0_to_dim1.hlo" --format xml
 expect 2 "--topology" -- "$bin" lint "$src/corpus/lint/good/02_a2a_dim0_to_dim1.hlo" --topology nodes=3
 expect 2 "bad.hlo:3:13" -- "$bin" lint "$tmp/bad.hlo"
+# explain: pipelines proved (0), mutated pipelines and pipeline_while's short loop refuted (1).
+expect 0 "intra-op plus 4 pipeline stages over axis0 (data parallel over axis1)" -- "$bin" explain "$src/corpus/explain/gpipe_partitioned.hlo"
+expect 1 "check micro-batch-order: refuted: micro-batch 0 passes stages 0,1,2,3" -- "$bin" explain "$src/corpus/hlo/pipeline_while.hlo"
+expect 1 "check rotation: refuted: device 0" -- "$bin" explain "$src/corpus/explain/mut_off_by_one.hlo"
+expect 1 "check own-weights: refuted" -- "$bin" explain "$src/corpus/explain/mut_wrong_weights_partitioned.hlo"
+expect 0 "<!DOCTYPE html>" -- "$bin" explain "$src/corpus/explain/1f1b.hlo" --format html
+"$bin" explain "$src/corpus/explain/mut_missing_wrap.hlo" --format json > "$tmp/explain.json"
+expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/explain-schema.json" "$tmp/explain.json"
+expect 2 "--format must be text, json or html" -- "$bin" explain "$src/corpus/explain/gpipe.hlo" --format xml
+expect 2 "has 4 devices but the module has 8" -- "$bin" explain "$src/corpus/explain/gpipe.hlo" --mesh a=2,b=2
+expect 2 "--mesh expects NAME=SIZE" -- "$bin" explain "$src/corpus/explain/gpipe.hlo" --mesh a
+expect 2 "bad.hlo:3:13" -- "$bin" explain "$tmp/bad.hlo"
+expect 2 "no such file" -- "$bin" explain "$tmp/missing.hlo"
 if [ -d "$shared/cases/seed-scatter" ]; then
+  expect 0 "intra-op plus 4 pipeline stages over pipeline (data parallel over data, tensor/model parallel over model)" -- "$bin" explain "$shared/cases/seed-scatter/gspmd.hlo" --mesh data=2,pipeline=4,model=8 --global "$shared/cases/seed-scatter/pre.hlo"
+  "$bin" explain "$shared/cases/seed-scatter/gspmd.hlo" --format json > "$tmp/seed-explain.json"
+  expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/explain-schema.json" "$tmp/seed-explain.json"
   expect 0 "proved" -- "$bin" prove chain "$shared/cases/seed-scatter/gspmd.hlo"
   expect 1 "refuted" -- "$bin" prove equiv-chain "$shared/cases/seed-scatter/simplified.hlo" "$shared/cases/seed-scatter/gspmd.hlo"
   expect 0 "4 proved" -- "$bin" prove instructions "$shared/cases/seed-scatter/gspmd.hlo"

@@ -68,6 +68,7 @@ int RunReduce(const std::vector<std::string>& args, std::ostream& out, std::ostr
 int RunFuzz(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunRepro(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunLint(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunExplain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace spmdcheck::cli
 

@@ -24,6 +24,8 @@ commands:
   repro FILE --jax -o repro.py   a standalone jax script that reproduces a partitioning
   lint FILE [--global PRE] [--topology SPEC] [--format text|json|sarif]
                         wasteful collective chains, with cheaper replacements proved equal
+  explain PARTITIONED [--global PRE] [--mesh data=2,...] [--format text|json|html]
+                        which parallelism each mesh axis carries; pipeline stages checked
 
 exit codes: 0 holds/success, 1 fails (finding printed), 2 bad input or usage, 3 unknown
 Run `spmdcheck <command> --help` for the flags of a command.
@@ -52,6 +54,7 @@ int main(int argc, char** argv) {
   if (command == "fuzz") return spmdcheck::cli::RunFuzz(args, std::cout, std::cerr);
   if (command == "repro") return spmdcheck::cli::RunRepro(args, std::cout, std::cerr);
   if (command == "lint") return spmdcheck::cli::RunLint(args, std::cout, std::cerr);
+  if (command == "explain") return spmdcheck::cli::RunExplain(args, std::cout, std::cerr);
   std::cerr << "spmdcheck: error: unknown command '" << command << "'\n" << kUsage;
   return spmdcheck::cli::kExitBadInput;
 }
