@@ -98,6 +98,10 @@ FailureSignature SignatureOf(const std::string& spec, const CheckOutcome& outcom
       break;
     case CheckStatus::kRejected:
       kind = "xla-rejects-valid." + XlaSourceFile(outcome.message, "compile");
+      // XLA's StableHLO -> HLO translation refusing what its own HLO -> StableHLO translation
+      // wrote is a bug of the route spmdcheck takes into XLA (jax programs arrive as StableHLO
+      // and never take it), not of the partitioner: a difference to investigate.
+      if (kind == "xla-rejects-valid.stablehlo-to-hlo") signature.claim = false;
       break;
     case CheckStatus::kTimeout:
       kind = "timeout";

@@ -158,7 +158,19 @@ absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& globa
   output.report.version = worker_->versions();
   output.report.warnings = answer->log;
   if (!answer->ok()) {
-    if (answer->error_kind == "rejected") {
+    if (answer->error_kind == "rejected" &&
+        absl::StrContains(answer->error_message, "can't be translated to XLA HLO")) {
+      // XLA's StableHLO -> HLO translation refuses what its HLO -> StableHLO translation wrote
+      // (jaxlib 0.10.2: a while loop whose loop-invariant state the import turned into implicit
+      // captures, its tuple sharding left with the old element count). That is the route
+      // spmdcheck takes into XLA, which jax programs never take: the partitioner was not
+      // reached, so no verdict on it.
+      output.status = PartitionStatus::kUnsupported;
+      output.message = absl::StrCat(
+          "the HLO -> StableHLO -> HLO route into XLA cannot carry this module (XLA's "
+          "translation refuses its own output; the partitioner was not reached): ",
+          answer->error_message.substr(0, answer->error_message.find('\n')));
+    } else if (answer->error_kind == "rejected") {
       output.status = PartitionStatus::kRejected;
       output.message = answer->error_message;
     } else if (answer->error_kind == "unsupported") {
