@@ -527,6 +527,16 @@ absl::StatusOr<CheckOutcome> CheckPartitioningImpl(const HloModule& global,
   }
   CheckOutcome outcome;
   outcome.partitioner_spec = partitioner.spec();
+  // Modules our verifier reads but XLA's would reject (XLA's own test modules write s32[]
+  // partition-id()): XLA aborts on them instead of refusing them, and nothing can run them.
+  for (const VerifierDiagnostic& d : VerifyModuleDiagnostics(global)) {
+    if (d.is_warning && absl::StrContains(d.message, "XLA's verifier rejects this")) {
+      outcome.status = CheckStatus::kUnsupported;
+      outcome.message = absl::StrCat("invalid by XLA's rules (not sent to the partitioner): ",
+                                     FormatDiagnostic(global, d));
+      return outcome;
+    }
+  }
   if (HasRandomOps(global)) {
     outcome.status = CheckStatus::kUnsupported;
     outcome.message =
