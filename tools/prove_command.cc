@@ -40,6 +40,7 @@ verbs:
   groups --sharding S --dims D,D,... --groups G
                                     G ({{0,1},{2,3}} or [2,4]<=[4,2]T(1,0)) is exactly the
                                     grouping along those tile dims, in order
+                                    (any of S, G, S1, S2, P may be @FILE)
   pairs --from S1 --to S2 --pairs {{s,t},...}
                                     the pairs move every data tile from its holder under S1
                                     to its holder under S2
@@ -52,16 +53,33 @@ verbs:
                                     the two chains give every device the same values
   --timeout-ms MS                   per Z3 query (chain, equiv-chain: the whole search;
                                     default 10000); a timeout is `unknown`
-Prints `proved`, `refuted: <counterexample>` or `unknown: <reason>`.
+  --procedure auto|enumerate|z3|both
+                                    sharding, same, groups, pairs: decide by enumerating every
+                                    tile position (the device count is concrete), by Z3, or
+                                    both (they must agree; both times printed). auto (default)
+                                    enumerates up to 2^24 positions and asks Z3 beyond.
+Prints `proved`, `refuted: <counterexample>` or `unknown: <reason>`; sharding, same, groups and
+pairs add `decided by: <procedure> (<time>)`.
 Exit code: 0 proved, 1 refuted, 2 bad input, 3 unknown.
 )";
 
 absl::Status Invalid(absl::string_view message) { return absl::InvalidArgumentError(message); }
 
-absl::StatusOr<HloSharding> ShardingFlag(const Args& args, absl::string_view flag) {
+// A flag's value, or the contents of FILE for `@FILE` (device lists of V1 dumps are longer than
+// a command-line argument may be).
+absl::StatusOr<std::optional<std::string>> FlagText(const Args& args, absl::string_view flag) {
   std::optional<std::string> text = args.Get(flag);
-  if (!text.has_value()) return Invalid(absl::StrCat("missing ", flag, " SHARDING"));
-  return ParseSharding(*text);
+  if (!text.has_value() || text->empty() || (*text)[0] != '@') return text;
+  absl::StatusOr<std::string> contents = ReadFile(text->substr(1));
+  if (!contents.ok()) return contents.status();
+  return std::optional<std::string>(*std::move(contents));
+}
+
+absl::StatusOr<HloSharding> ShardingFlag(const Args& args, absl::string_view flag) {
+  absl::StatusOr<std::optional<std::string>> text = FlagText(args, flag);
+  if (!text.ok()) return text.status();
+  if (!text->has_value()) return Invalid(absl::StrCat("missing ", flag, " SHARDING"));
+  return ParseSharding(**text);
 }
 
 absl::StatusOr<std::vector<int64_t>> ParseDims(absl::string_view text, int64_t rank) {
@@ -102,6 +120,7 @@ absl::StatusOr<SourceTargetPairs> ParsePairs(absl::string_view text) {
 
 int Report(const smt::ProofResult& result, std::ostream& out) {
   out << smt::FormatProofResult(result) << "\n";
+  if (!result.procedure.empty()) out << "decided by: " << result.procedure << "\n";
   return VerdictExitCode(result.verdict);
 }
 
@@ -172,6 +191,8 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   if (verb == "rewrites") return RunProveRewrites(verb_args, out, err);
   if (verb == "instructions") return RunProveInstructions(verb_args, out, err);
   std::set<std::string> value_flags = {"--timeout-ms"};
+  const bool is_fact = verb == "sharding" || verb == "same" || verb == "groups" || verb == "pairs";
+  if (is_fact) value_flags.insert("--procedure");
   if (verb == "sharding") {
     value_flags.insert("--num-partitions");
   } else if (verb == "groups") {
@@ -199,6 +220,17 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   if (*timeout <= 0) return BadInput(err, kCommand, "--timeout-ms must be positive");
   if (verb == "chain" || verb == "equiv-chain")
     return RunChainVerb(verb, *args, *timeout, out, err);
+  smt::FactOptions facts;
+  facts.timeout_ms = *timeout;
+  if (std::optional<std::string> procedure = args->Get("--procedure")) {
+    std::optional<smt::Procedure> parsed = smt::ParseProcedure(*procedure);
+    if (!parsed.has_value()) {
+      return BadInput(
+          err, kCommand,
+          absl::StrCat("--procedure must be auto, enumerate, z3 or both, not '", *procedure, "'"));
+    }
+    facts.procedure = *parsed;
+  }
   const std::vector<std::string>& pos = args->positional();
   const size_t want_positional = verb == "sharding" ? 1 : verb == "same" ? 2 : 0;
   if (pos.size() != want_positional) {
@@ -215,14 +247,14 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     if (args->Has("--num-partitions") && *n <= 0) {
       return BadInput(err, kCommand, "--num-partitions must be positive");
     }
-    return Report(smt::ProveSharding(*s, *n, *timeout), out);
+    return Report(smt::ProveSharding(*s, *n, facts), out);
   }
   if (verb == "same") {
     absl::StatusOr<HloSharding> a = ParseSharding(pos[0]);
     if (!a.ok()) return BadInput(err, kCommand, a.status().message());
     absl::StatusOr<HloSharding> b = ParseSharding(pos[1]);
     if (!b.ok()) return BadInput(err, kCommand, b.status().message());
-    return Report(smt::ProveSame(*a, *b, *timeout), out);
+    return Report(smt::ProveSame(*a, *b, facts), out);
   }
   if (verb == "groups") {
     absl::StatusOr<HloSharding> s = ShardingFlag(*args, "--sharding");
@@ -232,7 +264,9 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
                       absl::StrCat("groups needs a tiled sharding, not ", s->ToString(false)));
     }
     std::optional<std::string> dims_text = args->Get("--dims");
-    std::optional<std::string> groups_text = args->Get("--groups");
+    absl::StatusOr<std::optional<std::string>> groups_flag = FlagText(*args, "--groups");
+    if (!groups_flag.ok()) return BadInput(err, kCommand, groups_flag.status().message());
+    const std::optional<std::string>& groups_text = *groups_flag;
     if (!dims_text.has_value() || !groups_text.has_value()) {
       return BadInput(err, kCommand, "groups needs --dims D,D,... and --groups G");
     }
@@ -241,18 +275,20 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     if (!dims.ok()) return BadInput(err, kCommand, dims.status().message());
     absl::StatusOr<ReplicaGroups> groups = ParseReplicaGroups(*groups_text);
     if (!groups.ok()) return BadInput(err, kCommand, groups.status().message());
-    return Report(smt::ProveGroups(*s, *dims, *groups, *timeout), out);
+    return Report(smt::ProveGroups(*s, *dims, *groups, facts), out);
   }
   // pairs
   absl::StatusOr<HloSharding> from = ShardingFlag(*args, "--from");
   if (!from.ok()) return BadInput(err, kCommand, from.status().message());
   absl::StatusOr<HloSharding> to = ShardingFlag(*args, "--to");
   if (!to.ok()) return BadInput(err, kCommand, to.status().message());
-  std::optional<std::string> pairs_text = args->Get("--pairs");
+  absl::StatusOr<std::optional<std::string>> pairs_flag = FlagText(*args, "--pairs");
+  if (!pairs_flag.ok()) return BadInput(err, kCommand, pairs_flag.status().message());
+  const std::optional<std::string>& pairs_text = *pairs_flag;
   if (!pairs_text.has_value()) return BadInput(err, kCommand, "pairs needs --pairs {{s,t},...}");
   absl::StatusOr<SourceTargetPairs> pairs = ParsePairs(*pairs_text);
   if (!pairs.ok()) return BadInput(err, kCommand, pairs.status().message());
-  return Report(smt::ProvePairs(*from, *to, *pairs, *timeout), out);
+  return Report(smt::ProvePairs(*from, *to, *pairs, facts), out);
 }
 
 }  // namespace spmdcheck::cli

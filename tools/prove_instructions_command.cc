@@ -3,6 +3,7 @@
 // (smt/instruction_checks.h). One line per collective.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,12 +22,15 @@ constexpr char kCommand[] = "prove instructions";
 
 constexpr char kHelp[] =
     R"(usage: spmdcheck prove instructions FILE [--num-partitions N] [--timeout-ms MS]
+                                       [--procedure auto|enumerate|z3|both]
 
 Checks every collective (all-gather, all-reduce, reduce-scatter, all-to-all, collective-permute,
 collective-broadcast) of a partitioned module against the shardings annotated on its operand and
 its result: `sharding=` attributes, or `// ... sharding={...}` comments on the instruction's line.
 Groups are proved against the groups the operand/result sharding implies along the changed tile
 dims, pairs against the two tile assignments, and the dimension against the changed dim.
+Group, pair and placement facts are decided by enumeration (auto, the default) or Z3
+(--procedure, as for `prove groups`).
 One line per collective: NAME (line L): proved | refuted: ... | unknown: ...
 Exit code: 0 all proved, 1 some refuted, 2 bad input, 3 some unknown (none refuted).
 )";
@@ -35,7 +39,8 @@ Exit code: 0 all proved, 1 some refuted, 2 bad input, 3 some unknown (none refut
 
 int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out,
                          std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(argv, {"--num-partitions", "--timeout-ms"}, {"--help"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, {"--num-partitions", "--timeout-ms", "--procedure"}, {"--help"});
   if (!args.ok()) return BadInput(err, kCommand, args.status().message());
   if (args->Has("--help")) {
     out << kHelp;
@@ -64,6 +69,15 @@ int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out
   options.num_partitions = *partitions;
   options.timeout_ms = *timeout;
   options.source_text = *text;
+  if (std::optional<std::string> procedure = args->Get("--procedure")) {
+    std::optional<smt::Procedure> parsed = smt::ParseProcedure(*procedure);
+    if (!parsed.has_value()) {
+      return BadInput(
+          err, kCommand,
+          absl::StrCat("--procedure must be auto, enumerate, z3 or both, not '", *procedure, "'"));
+    }
+    options.procedure = *parsed;
+  }
   absl::StatusOr<std::vector<smt::InstructionCheck>> checks =
       smt::CheckCollectiveInstructions(**module, options);
   if (!checks.ok()) {
