@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/hlo_printer.h"
 #include "lint/chains.h"
+#include "lint/global_program.h"
 #include "lint/patterns.h"
 #include "lint/search.h"
 #include "smt/chain_model.h"
@@ -53,25 +54,6 @@ void RemoveDead(HloComputation& computation) {
   computation.RemoveInstructionsIf([&](const HloInstruction* h) {
     return h->opcode() != HloOpcode::kParameter && !live.contains(h);
   });
-}
-
-// What the linted module says about one of its instructions: the global value it holds and the
-// sharding (attribute first, then the trailing comment).
-struct Annotation {
-  std::string holds;
-  std::optional<HloSharding> sharding;
-};
-
-Annotation AnnotationOf(const HloInstruction& h, const LineComments& comments) {
-  Annotation a;
-  a.holds = h.name();
-  auto it = comments.find(h.location().line);
-  if (it != comments.end() && h.location().line > 0) {
-    a.holds = it->second.holds;
-    a.sharding = it->second.sharding;
-  }
-  if (h.sharding().has_value()) a.sharding = h.sharding();
-  return a;
 }
 
 // Adds values for `step` applied to the last value.
@@ -193,81 +175,6 @@ absl::StatusOr<GlobalChain> MeaningFromChain(const Chain& chain, const smt::Chai
   return global;
 }
 
-// The chain's global meaning read from the pre-partitioning program: the run of shape ops from
-// the value the source holds to the value the end holds.
-absl::StatusOr<GlobalChain> MeaningFromGlobal(const Chain& chain, const HloModule& global,
-                                              const LineComments& comments,
-                                              const std::vector<const HloInstruction*>& members) {
-  const Annotation source = AnnotationOf(*chain.source, comments);
-  const Annotation end = AnnotationOf(*chain.end, comments);
-  const HloComputation* entry = global.entry();
-  const HloInstruction* to = entry->FindInstruction(end.holds);
-  const HloInstruction* from = entry->FindInstruction(source.holds);
-  if (to == nullptr || from == nullptr) {
-    return absl::NotFoundError(absl::StrCat("--global has no instruction named ",
-                                            to == nullptr ? end.holds : source.holds));
-  }
-  std::vector<const HloInstruction*> run;
-  for (const HloInstruction* h = to; h != from;) {
-    switch (h->opcode()) {
-      case HloOpcode::kCopy:
-      case HloOpcode::kBitcast:
-      case HloOpcode::kReshape:
-      case HloOpcode::kTranspose:
-      case HloOpcode::kSlice:
-      case HloOpcode::kBroadcast:
-        break;
-      default:
-        return absl::UnimplementedError(
-            absl::StrCat("--global: ", h->name(), " (", HloOpcodeString(h->opcode()), ") between ",
-                         from->name(), " and ", to->name(), " is not a shape op"));
-    }
-    if (h->operand_count() != 1) {
-      return absl::UnimplementedError(
-          absl::StrCat("--global: ", h->name(), " has ", h->operand_count(), " operands"));
-    }
-    run.push_back(h);
-    h = h->operand(0);
-  }
-  std::reverse(run.begin(), run.end());
-  absl::flat_hash_map<std::string, const HloInstruction*> holder_of;
-  for (const HloInstruction* h : members) {
-    const Annotation a = AnnotationOf(*h, comments);
-    if (a.sharding.has_value() && !holder_of.contains(a.holds)) holder_of[a.holds] = h;
-  }
-  GlobalChain out;
-  GlobalValue first;
-  first.name = from->name();
-  first.shape = from->shape();
-  first.current = from->sharding();
-  first.holder = chain.source->name();
-  out.values.push_back(std::move(first));
-  std::string text = from->name();
-  for (const HloInstruction* h : run) {
-    GlobalValue v;
-    v.name = h->name();
-    v.shape = h->shape();
-    v.current = h->sharding();
-    auto it = holder_of.find(h->name());
-    if (it != holder_of.end()) v.holder = it->second->name();
-    v.op.emplace(*h);
-    v.op->clear_sharding();
-    out.values.push_back(std::move(v));
-    text = absl::StrCat(HloOpcodeString(h->opcode()), "(", text, ")");
-  }
-  if (out.values.size() == 1) {  // A pure resharding: the end copies the input.
-    GlobalValue v;
-    v.name = absl::StrCat(from->name(), ".resharded");
-    v.shape = from->shape();
-    v.op.emplace(HloOpcode::kCopy, v.name, v.shape);
-    v.op->mutable_shape().clear_layout();
-    out.values.push_back(std::move(v));
-  }
-  out.values.back().holder = chain.end->name();
-  out.text = absl::StrCat(chain.end->name(), " = ", text, " (from --global)");
-  return out;
-}
-
 // Shardings to read the device mesh from: the chain's ends first, then the module's annotations.
 std::vector<HloSharding> MeshSources(const HloModule& module, const Chain& chain) {
   std::vector<HloSharding> seen;
@@ -324,14 +231,8 @@ class ChainLinter {
       base.global_meaning = global->text;
       // With the pre-partitioning program, the chain must compute what it claims to hold.
       if (options_.global != nullptr && claimed.verdict != Verdict::kHolds) {
-        std::vector<HloSharding> current;
-        for (const GlobalValue& v : global->values) {
-          current.push_back(v.current.value_or(HloSharding::Replicate()));
-        }
-        current.front() = chain.source->sharding().value_or(HloSharding::Replicate());
-        current.back() = *chain.end->sharding();
         absl::StatusOr<std::unique_ptr<HloModule>> reference =
-            PartitionGlobalChain(*global, current, num_partitions_);
+            ReferenceChain(chain, *global, std::nullopt, num_partitions_);
         if (reference.ok()) {
           const smt::ProofResult same =
               smt::ProveEquivChain(**original, **reference, ProofOptions());
@@ -455,8 +356,7 @@ class ChainLinter {
   // The chain's global meaning: from --global when it covers the chain, else lifted.
   absl::StatusOr<GlobalChain> Meaning(const Chain& chain, const std::string& label) {
     if (options_.global != nullptr) {
-      absl::StatusOr<GlobalChain> global =
-          MeaningFromGlobal(chain, *options_.global, comments_, chain.members);
+      absl::StatusOr<GlobalChain> global = MeaningFromGlobal(chain, *options_.global, comments_);
       if (global.ok()) return global;
       Note(label, global.status().message());
     }

@@ -445,9 +445,13 @@ ProofResult ProveEquivChainUnguarded(const HloModule& a, const HloModule& b,
                                              a.num_partitions(), " vs ", b.num_partitions(), ")"));
   }
   absl::StatusOr<PreparedChain> chain_a = Prepare(a, options, p);
-  if (!chain_a.ok()) return ProofResult::Unknown(absl::StrCat("A: ", StatusText(chain_a.status())));
+  if (!chain_a.ok()) {
+    return ProofResult::Unknown(absl::StrCat(options.a_name, ": ", StatusText(chain_a.status())));
+  }
   absl::StatusOr<PreparedChain> chain_b = Prepare(b, options, p);
-  if (!chain_b.ok()) return ProofResult::Unknown(absl::StrCat("B: ", StatusText(chain_b.status())));
+  if (!chain_b.ok()) {
+    return ProofResult::Unknown(absl::StrCat(options.b_name, ": ", StatusText(chain_b.status())));
+  }
   const ChainModel& model_a = *chain_a->model;
   const ChainModel& model_b = *chain_b->model;
   const std::vector<int64_t>& local = chain_a->end->shape().dimensions();
@@ -503,13 +507,13 @@ ProofResult ProveEquivChainUnguarded(const HloModule& a, const HloModule& b,
     if (layout.ok()) {
       global = absl::StrCat(" (global ",
                             IndexText(ceval_a.GlobalIndex(*layout, local, at.device, at.index)),
-                            " under A's sharding)");
+                            " under ", options.a_name, "'s sharding)");
     }
   }
-  return ProofResult::Refuted(
-      absl::StrCat("device ", at.device, ", local index ", IndexText(at.index), " of ",
-                   chain_a->end->name(), " / ", chain_b->end->name(), global, ": A gives ",
-                   SourceSumText(got_a, names), ", B gives ", SourceSumText(got_b, names)));
+  return ProofResult::Refuted(absl::StrCat(
+      "device ", at.device, ", local index ", IndexText(at.index), " of ", chain_a->end->name(),
+      " / ", chain_b->end->name(), global, ": ", options.a_name, " gives ",
+      SourceSumText(got_a, names), ", ", options.b_name, " gives ", SourceSumText(got_b, names)));
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "ir/hlo_parser.h"
 #include "ir/replica_groups.h"
 #include "ir/sharding.h"
+#include "lint/global_program.h"
 #include "smt/chain_prover.h"
 #include "smt/device_algebra.h"
 #include "smt/proof_result.h"
@@ -44,11 +45,13 @@ verbs:
   pairs --from S1 --to S2 --pairs {{s,t},...}
                                     the pairs move every data tile from its holder under S1
                                     to its holder under S2
-  chain FILE [--from X] [--to Y] [--num-partitions N]
+  chain FILE [--from X] [--to Y] [--num-partitions N] [--global PRE.hlo]
                                     the instructions from X (default: the entry parameters) to
                                     Y (default: the root) of a partitioned module move data
                                     exactly as the sharding= annotations of X and Y require,
-                                    for every device, local index and input value
+                                    for every device, local index and input value; with
+                                    --global, they give every device what the global program's
+                                    ops give it (values matched by `// holds=` or name)
   equiv-chain A B [--from X] [--to Y] [--num-partitions N]
                                     the two chains give every device the same values
   --timeout-ms MS                   per Z3 query (chain, equiv-chain: the whole search;
@@ -166,6 +169,18 @@ int RunChainVerb(const std::string& verb, const Args& args, int64_t timeout, std
   if (verb == "equiv-chain") {
     return Report(smt::ProveEquivChain(*modules[0], *modules[1], options), out);
   }
+  if (std::optional<std::string> global_path = args.Get("--global")) {
+    absl::StatusOr<std::unique_ptr<HloModule>> global = LoadVerifiedModule(*global_path, err);
+    if (!global.ok()) return BadInput(err, kCommand, global.status().message());
+    absl::StatusOr<std::string> text = ReadFile(pos[0]);
+    if (!text.ok()) return BadInput(err, kCommand, text.status().message());
+    std::string checked;
+    const smt::ProofResult result =
+        lint::ProveChainAgainstGlobal(*modules[0], *text, **global, options, &checked);
+    const int code = Report(result, out);
+    if (!checked.empty()) out << "checked: " << checked << "\n";
+    return code;
+  }
   const smt::ProofResult result = smt::ProveChain(*modules[0], options);
   const int code = Report(result, out);
   if (result.verdict != Verdict::kUnknown) {
@@ -201,6 +216,7 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     value_flags.insert({"--from", "--to", "--pairs"});
   } else if (verb == "chain" || verb == "equiv-chain") {
     value_flags.insert({"--from", "--to", "--num-partitions"});
+    if (verb == "chain") value_flags.insert("--global");
   } else if (verb != "same") {
     BadInput(err, kCommand,
              absl::StrCat("unknown verb '", verb,
