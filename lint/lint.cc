@@ -160,7 +160,7 @@ absl::StatusOr<GlobalChain> MeaningFromChain(const Chain& chain, const smt::Chai
     if (!a.sharding.has_value() || (v.current.has_value() && !v.holder.empty())) continue;
     v.current = a.sharding;
     v.holder = h->name();
-    if (a.holds != h->name() || h == chain.end) v.name = a.holds;
+    v.name = a.holds;  // The pre-partitioning name, else the instruction's own.
   }
   if (builder.size() == 1) builder.Copy();  // A pure resharding: the end copies the input.
   const Annotation end = AnnotationOf(*chain.end, comments);
@@ -461,14 +461,37 @@ absl::StatusOr<LintReport> LintModule(const HloModule& module, absl::string_view
   if (module.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
   LintReport report;
   report.num_partitions = p;
+  // The module the lint reads: with the inferred shardings where it has none.
+  std::unique_ptr<HloModule> annotated;
+  if (options.infer) {
+    InferenceOptions inference_options;
+    inference_options.num_partitions = p;
+    inference_options.global = options.global;
+    inference_options.timeout_ms = options.timeout_ms;
+    absl::StatusOr<Inference> inference = InferHoldings(module, source_text, inference_options);
+    if (!inference.ok()) return inference.status();
+    annotated = std::move(inference->module);
+    report.unannotated = inference->unannotated;
+    report.holdings = std::move(inference->values);
+    report.claims = std::move(inference->claims);
+    for (const ClaimCheck& claim : report.claims) {
+      if (claim.status != ClaimStatus::kDiffers) continue;
+      report.notes.push_back(absl::StrCat("claim: ", claim.instruction, " (line ", claim.line,
+                                          ") is annotated ", claim.claimed.ToString(false),
+                                          " but holds ", claim.inferred->ToString(false),
+                                          " (inferred and proved)"));
+    }
+  }
+  if (options.holdings_only) return report;
+  const HloModule& linted = annotated != nullptr ? *annotated : module;
   const LineComments comments = ParseLineComments(source_text);
-  ChainSplit split = SplitIntoChains(module);
-  report.notes = std::move(split.notes);
+  ChainSplit split = SplitIntoChains(linted);
+  report.notes.insert(report.notes.end(), split.notes.begin(), split.notes.end());
   report.chains = static_cast<int64_t>(split.chains.size());
-  ChainLinter linter(module, comments, options, p, report);
+  ChainLinter linter(linted, comments, options, p, report);
   for (const Chain& chain : split.chains) linter.Lint(chain);
-  linter.LintPartialSums(*module.entry());
-  for (Finding& f : RepeatedCollectives(module, p, options.topology, options.timeout_ms)) {
+  linter.LintPartialSums(*linted.entry());
+  for (Finding& f : RepeatedCollectives(linted, p, options.topology, options.timeout_ms)) {
     report.findings.push_back(std::move(f));
   }
   std::stable_sort(report.findings.begin(), report.findings.end(),

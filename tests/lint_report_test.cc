@@ -178,7 +178,8 @@ TEST(LintReportTest, JsonParsesAndReserialisesIdentically) {
 TEST(LintReportTest, JsonHasTheDocumentedKeysAndValues) {
   const LintReport report = MakeReport();
   const std::string path = WriteTempFile("report.json", FormatJson(report));
-  EXPECT_EQ(PythonEval(path, "','.join(d)"), "path,num_partitions,chains,findings,notes,summary");
+  EXPECT_EQ(PythonEval(path, "','.join(d)"),
+            "path,num_partitions,chains,findings,notes,inference,summary");
   EXPECT_EQ(PythonEval(path, "','.join(d['findings'][0])"),
             "status,rule,message,instructions,location,global_meaning,current,proposed,"
             "current_topology,proposed_topology,proposed_hlo,proof,catalog_rule,cause");
@@ -252,6 +253,11 @@ TEST(LintReportTest, EmptyReportJson) {
             "  \"chains\": 0,\n"
             "  \"findings\": [],\n"
             "  \"notes\": [],\n"
+            "  \"inference\": {\n"
+            "    \"unannotated\": 0,\n"
+            "    \"holdings\": [],\n"
+            "    \"claims\": []\n"
+            "  },\n"
             "  \"summary\": {\n"
             "    \"proved\": 0,\n"
             "    \"unproven\": 0,\n"

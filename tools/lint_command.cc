@@ -18,6 +18,7 @@ namespace {
 
 constexpr char kLintHelp[] = R"(usage: spmdcheck lint FILE [--num-partitions N] [--global PRE.hlo]
                       [--topology SPEC] [--format text|json|sarif] [--timeout-ms MS]
+                      [--holdings] [--no-infer]
 
 Reads a partitioned module (an XLA dump after SPMD partitioning, or `spmdcheck partition`
 output), splits it into chains of data movement and collectives between values with known
@@ -32,14 +33,18 @@ values. Chains that do not implement their own sharding annotations are reported
                        ,cross=F (a byte crossing domains costs F; default 8)
   --format F           text (default), json (docs/lint.md), sarif (SARIF 2.1.0)
   --timeout-ms MS      per proof (default 20000); a timeout makes a finding `unproven`
+  --holdings           print what each unannotated value holds (the inferred shardings, each
+                       proved) and how the annotations compare, instead of the findings
+  --no-infer           read only the module's own annotations (no inference)
 Exit codes: 0 no proved finding, 1 a proved finding or an incorrect chain, 2 bad input.
 )";
 
 }  // namespace
 
 int RunLint(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(
-      argv, {"--num-partitions", "--global", "--topology", "--format", "--timeout-ms"}, {"--help"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, {"--num-partitions", "--global", "--topology", "--format", "--timeout-ms"},
+                  {"--help", "--holdings", "--no-infer"});
   if (!args.ok()) return BadInput(err, "lint", args.status().message());
   if (args->Has("--help")) {
     out << kLintHelp;
@@ -86,9 +91,15 @@ int RunLint(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     if (!topology.ok()) return BadInput(err, "lint", topology.status().message());
     options.topology = *std::move(topology);
   }
+  options.infer = !args->Has("--no-infer");
+  options.holdings_only = args->Has("--holdings");
   absl::StatusOr<lint::LintReport> report = lint::LintModule(**module, *text, options);
   if (!report.ok()) return BadInput(err, "lint", report.status().message());
   report->path = path;
+  if (args->Has("--holdings")) {
+    out << lint::FormatHoldings(*report);
+    return kExitHolds;
+  }
   if (format == "json") {
     out << lint::FormatJson(*report);
   } else if (format == "sarif") {
