@@ -11,6 +11,7 @@
 #include "ir/hlo_module.h"
 #include "lint/chains.h"
 #include "lint/global_program.h"
+#include "lint/inference.h"
 #include "smt/chain_prover.h"
 #include "smt/device_algebra.h"
 #include "smt/instruction_checks.h"
@@ -29,7 +30,8 @@ constexpr char kHelp[] =
 
 Checks every collective (all-gather, all-reduce, reduce-scatter, all-to-all, collective-permute,
 collective-broadcast) of a partitioned module against the shardings annotated on its operand and
-its result: `sharding=` attributes, or `// ... sharding={...}` comments on the instruction's line.
+its result: `sharding=` attributes, or `// ... sharding={...}` comments on the instruction's line,
+else the sharding inferred from the parameters' (as `lint --holdings` shows; --no-infer: none).
 Groups are proved against the groups the operand/result sharding implies along the changed tile
 dims, pairs against the two tile assignments, and the dimension against the changed dim.
 Group, pair and placement facts are decided by enumeration (auto, the default) or Z3
@@ -44,8 +46,9 @@ Exit code: 0 all proved, 1 some refuted, 2 bad input, 3 some unknown (none refut
 
 int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out,
                          std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(
-      argv, {"--num-partitions", "--timeout-ms", "--procedure", "--global"}, {"--help"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, {"--num-partitions", "--timeout-ms", "--procedure", "--global"},
+                  {"--help", "--no-infer"});
   if (!args.ok()) return BadInput(err, kCommand, args.status().message());
   if (args->Has("--help")) {
     out << kHelp;
@@ -70,6 +73,16 @@ int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
   if (!module.ok()) return BadInput(err, kCommand, module.status().message());
 
+  // Operands and results without an annotation get the inferred sharding (lint/inference.h).
+  std::unique_ptr<HloModule> inferred;
+  if (!args->Has("--no-infer")) {
+    lint::InferenceOptions inference;
+    inference.num_partitions = *partitions;
+    inference.timeout_ms = *timeout;
+    absl::StatusOr<lint::Inference> result = lint::InferHoldings(**module, *text, inference);
+    if (result.ok()) inferred = std::move(result->module);
+  }
+  const HloModule* checked = inferred != nullptr ? inferred.get() : module->get();
   smt::InstructionCheckOptions options;
   options.num_partitions = *partitions;
   options.timeout_ms = *timeout;
@@ -84,7 +97,7 @@ int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out
     options.procedure = *parsed;
   }
   absl::StatusOr<std::vector<smt::InstructionCheck>> checks =
-      smt::CheckCollectiveInstructions(**module, options);
+      smt::CheckCollectiveInstructions(*checked, options);
   if (!checks.ok()) {
     out << "unknown: " << checks.status().message() << "\n";
     return kExitUnknown;
