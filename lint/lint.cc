@@ -16,6 +16,7 @@
 #include "ir/hlo_printer.h"
 #include "lint/chains.h"
 #include "lint/global_program.h"
+#include "lint/jax_hint.h"
 #include "lint/patterns.h"
 #include "lint/search.h"
 #include "smt/chain_model.h"
@@ -196,11 +197,12 @@ std::vector<std::string> Names(const std::vector<const HloInstruction*>& instruc
 class ChainLinter {
  public:
   ChainLinter(const HloModule& module, const LineComments& comments, const LintOptions& options,
-              int64_t num_partitions, LintReport& report)
+              int64_t num_partitions, std::optional<Mesh> mesh, LintReport& report)
       : module_(module),
         comments_(comments),
         options_(options),
         num_partitions_(num_partitions),
+        mesh_(std::move(mesh)),
         report_(report) {}
 
   void Lint(const Chain& chain) {
@@ -402,7 +404,13 @@ class ChainLinter {
     if (search->cause.has_value()) {
       const GlobalValue& v = global.values[*search->cause];
       finding.cause = ShardingCause{v.holder, v.name, v.current->ToString(false),
-                                    search->shardings[*search->cause].ToString(false)};
+                                    search->shardings[*search->cause].ToString(false), ""};
+      if (mesh_.has_value()) {
+        if (std::optional<std::string> spec =
+                PartitionSpecFor(search->shardings[*search->cause], v.shape.rank(), *mesh_)) {
+          finding.cause->jax = JaxConstraint(v.name, *spec);
+        }
+      }
     }
     const PatternMatch pattern = MatchPattern(chain, *search->partitioned);
     finding.rule = finding.cause.has_value() ? "intermediate-sharding"
@@ -439,6 +447,7 @@ class ChainLinter {
   const LineComments& comments_;
   const LintOptions& options_;
   int64_t num_partitions_;
+  std::optional<Mesh> mesh_;
   LintReport& report_;
 };
 
@@ -488,7 +497,10 @@ absl::StatusOr<LintReport> LintModule(const HloModule& module, absl::string_view
   ChainSplit split = SplitIntoChains(linted);
   report.notes.insert(report.notes.end(), split.notes.begin(), split.notes.end());
   report.chains = static_cast<int64_t>(split.chains.size());
-  ChainLinter linter(linted, comments, options, p, report);
+  std::optional<Mesh> mesh = options.mesh;
+  if (!mesh.has_value()) mesh = MeshFromModuleText(source_text, p);
+  if (mesh.has_value() && mesh->num_devices() != p) mesh.reset();
+  ChainLinter linter(linted, comments, options, p, std::move(mesh), report);
   for (const Chain& chain : split.chains) linter.Lint(chain);
   linter.LintPartialSums(*linted.entry());
   for (Finding& f : RepeatedCollectives(linted, p, options.topology, options.timeout_ms)) {

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "ir/hlo_module.h"
+#include "ir/mesh.h"
 #include "lint/inference.h"
 #include "lint/topology.h"
 #include "partitioner/cost_model.h"
@@ -30,6 +31,9 @@ struct ShardingCause {
   std::string holds;
   std::string sharding;
   std::string better_sharding;
+  // The same constraint in JAX's notation when the mesh has named axes and whole axes express
+  // `better_sharding` (`jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P(...)))`).
+  std::string jax;
 };
 
 // Cost of a chain: the flat alpha-beta figures (partitioner/cost_model.h) and, with a topology,
@@ -70,6 +74,8 @@ struct LintOptions {
   // the module's own annotations are read (as before issue 14).
   bool infer = true;
   bool holdings_only = false;  // Stop after the inference (`--holdings`).
+  // The named device mesh (`--mesh data=2,model=4`); else read from the module's text.
+  std::optional<Mesh> mesh;
   std::optional<Topology> topology;
   int64_t timeout_ms = 20000;  // Per proof.
 };

@@ -67,6 +67,7 @@ Json CauseJson(const std::optional<ShardingCause>& cause) {
   json["holds"] = cause->holds;
   json["sharding"] = cause->sharding;
   json["better_sharding"] = cause->better_sharding;
+  json["jax"] = cause->jax.empty() ? Json(nullptr) : Json(cause->jax);
   return json;
 }
 
@@ -219,6 +220,9 @@ std::string FormatText(const LintReport& report) {
     }
     if (finding.cause.has_value()) {
       absl::StrAppend(&out, "  hint: ", CauseHint(*finding.cause), "\n");
+      if (!finding.cause->jax.empty()) {
+        absl::StrAppend(&out, "  in JAX: ", finding.cause->jax, "\n");
+      }
     }
     if (!finding.proposed_hlo.empty()) {
       absl::StrAppend(&out, "  proposed HLO:\n");

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "ir/hlo_module.h"
+#include "lint/jax_hint.h"
 #include "lint/lint.h"
 #include "lint/topology.h"
 #include "tools/cli.h"
@@ -18,7 +19,7 @@ namespace {
 
 constexpr char kLintHelp[] = R"(usage: spmdcheck lint FILE [--num-partitions N] [--global PRE.hlo]
                       [--topology SPEC] [--format text|json|sarif] [--timeout-ms MS]
-                      [--holdings] [--no-infer]
+                      [--mesh NAME=N,...] [--holdings] [--no-infer]
 
 Reads a partitioned module (an XLA dump after SPMD partitioning, or `spmdcheck partition`
 output), splits it into chains of data movement and collectives between values with known
@@ -33,6 +34,9 @@ values. Chains that do not implement their own sharding annotations are reported
                        ,cross=F (a byte crossing domains costs F; default 8)
   --format F           text (default), json (docs/lint.md), sarif (SARIF 2.1.0)
   --timeout-ms MS      per proof (default 20000); a timeout makes a finding `unproven`
+  --mesh NAME=N,...    the named device mesh (e.g. data=2,model=4, devices row-major): hints
+                       also name the JAX constraint, with_sharding_constraint(x,
+                       NamedSharding(mesh, P(...))); default: a mesh the module names
   --holdings           print what each unannotated value holds (the inferred shardings, each
                        proved) and how the annotations compare, instead of the findings
   --no-infer           read only the module's own annotations (no inference)
@@ -42,9 +46,9 @@ Exit codes: 0 no proved finding, 1 a proved finding or an incorrect chain, 2 bad
 }  // namespace
 
 int RunLint(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv, {"--num-partitions", "--global", "--topology", "--format", "--timeout-ms"},
-                  {"--help", "--holdings", "--no-infer"});
+  absl::StatusOr<Args> args = Args::Parse(
+      argv, {"--num-partitions", "--global", "--topology", "--format", "--timeout-ms", "--mesh"},
+      {"--help", "--holdings", "--no-infer"});
   if (!args.ok()) return BadInput(err, "lint", args.status().message());
   if (args->Has("--help")) {
     out << kLintHelp;
@@ -92,6 +96,16 @@ int RunLint(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     options.topology = *std::move(topology);
   }
   options.infer = !args->Has("--no-infer");
+  if (std::optional<std::string> mesh_text = args->Get("--mesh")) {
+    absl::StatusOr<Mesh> mesh = lint::ParseMeshFlag(*mesh_text);
+    if (!mesh.ok()) return BadInput(err, "lint", absl::StrCat("--mesh: ", mesh.status().message()));
+    if (mesh->num_devices() != options.num_partitions) {
+      return BadInput(err, "lint",
+                      absl::StrCat("--mesh ", *mesh_text, " has ", mesh->num_devices(),
+                                   " devices; the module has ", options.num_partitions));
+    }
+    options.mesh = *std::move(mesh);
+  }
   options.holdings_only = args->Has("--holdings");
   absl::StatusOr<lint::LintReport> report = lint::LintModule(**module, *text, options);
   if (!report.ok()) return BadInput(err, "lint", report.status().message());
