@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -260,6 +262,10 @@ class ChainLinter {
     } else if (global.ok()) {
       std::optional<Finding> found = Search(chain, label, **original, *global, base);
       if (found.has_value() && found->status == FindingStatus::kProved) {
+        // A pattern rewrite outside the planner's space may be cheaper still (e.g. an all-gather
+        // over part of a tile dim).
+        std::optional<Finding> none;
+        if (TryRewrites(chain, label, **original, base, none, ScoreOf(found->proposed))) return;
         report_.findings.push_back(*std::move(found));
         return;
       }
@@ -296,6 +302,11 @@ class ChainLinter {
       const HloInstruction* slice = instruction.get();
       if (slice->opcode() != HloOpcode::kDynamicSlice) continue;
       const HloInstruction* sum = slice->operand(0);
+      // Through copies and reshapes.
+      while (sum->opcode() == HloOpcode::kCopy || sum->opcode() == HloOpcode::kReshape ||
+             sum->opcode() == HloOpcode::kBitcast) {
+        sum = sum->operand(0);
+      }
       if (sum->opcode() != HloOpcode::kAllReduce || sum->operand_count() != 1 ||
           !sum->shape().IsArray() || Reported(slice->name())) {
         continue;
@@ -329,13 +340,14 @@ class ChainLinter {
   // Tries the pattern rewrites of `chain`: pushes the first proved cheaper one and returns true;
   // keeps the first unproven cheaper one in `unproven`.
   bool TryRewrites(const Chain& chain, const std::string& label, const HloModule& original,
-                   const Finding& base, std::optional<Finding>& unproven) {
+                   const Finding& base, std::optional<Finding>& unproven,
+                   std::optional<int64_t> to_beat = std::nullopt) {
     for (PatternRewrite& rewrite : PatternRewrites(module_, chain, num_partitions_)) {
       std::unique_ptr<HloModule>& replacement = rewrite.module;
       RemoveDead(*replacement->entry());
       Finding finding = base;
       finding.proposed = PriceModule(*replacement, num_partitions_, options_.topology);
-      if (ScoreOf(finding.proposed) >= ScoreOf(finding.current)) continue;
+      if (ScoreOf(finding.proposed) >= to_beat.value_or(ScoreOf(finding.current))) continue;
       const smt::ProofResult same = smt::ProveEquivChain(original, *replacement, ProofOptions());
       finding.proof = smt::FormatProofResult(same);
       finding.status =
@@ -451,6 +463,124 @@ class ChainLinter {
   LintReport& report_;
 };
 
+// A value feeding several ends (one run with several exits): each exit's chain was linted on its
+// own, as if it alone used the collectives the exits share. Replacing one exit's chain saves only
+// what the others do not still need, so the exits are priced together: the collectives of all
+// their chains counted once, against the best choice of exits to replace (each replacement
+// proved) with the kept chains' collectives counted once.
+void SharedValues(const std::vector<Chain>& chains, int64_t num_partitions, LintReport& report) {
+  const size_t n = chains.size();
+  std::vector<size_t> parent(n);
+  for (size_t i = 0; i < n; ++i) parent[i] = i;
+  std::function<size_t(size_t)> find = [&](size_t i) {
+    return parent[i] == i ? i : parent[i] = find(parent[i]);
+  };
+  absl::flat_hash_map<const HloInstruction*, size_t> owner;
+  for (size_t i = 0; i < n; ++i) {
+    for (const HloInstruction* h : chains[i].members) {
+      if (!IsCollective(h->opcode())) continue;
+      auto [it, inserted] = owner.emplace(h, i);
+      if (!inserted) parent[find(i)] = find(it->second);
+    }
+  }
+  absl::flat_hash_map<size_t, std::vector<size_t>> groups;
+  for (size_t i = 0; i < n; ++i) groups[find(i)].push_back(i);
+  for (const auto& [root, members] : groups) {
+    if (members.size() < 2) continue;
+    // The proved finding of each exit, if any.
+    std::vector<std::optional<size_t>> finding(members.size());
+    std::vector<size_t> replaceable;
+    for (size_t m = 0; m < members.size(); ++m) {
+      for (size_t f = 0; f < report.findings.size(); ++f) {
+        const Finding& x = report.findings[f];
+        if (x.status == FindingStatus::kProved && !x.instructions.empty() &&
+            x.instructions.back() == chains[members[m]].end->name()) {
+          finding[m] = f;
+        }
+      }
+      if (finding[m].has_value()) replaceable.push_back(m);
+    }
+    if (replaceable.empty() || replaceable.size() > 8) continue;
+    // Collectives kept when the exits in `replaced` get their replacements.
+    const auto cost_of = [&](uint32_t replaced_mask) {
+      CollectiveCost total;
+      absl::flat_hash_set<const HloInstruction*> kept;
+      for (size_t m = 0; m < members.size(); ++m) {
+        bool replaced = false;
+        for (size_t r = 0; r < replaceable.size(); ++r) {
+          if (replaceable[r] == m && (replaced_mask >> r & 1)) replaced = true;
+        }
+        if (replaced) {
+          total += report.findings[*finding[m]].proposed.flat;
+          continue;
+        }
+        for (const HloInstruction* h : chains[members[m]].members) {
+          if (IsCollective(h->opcode())) kept.insert(h);
+        }
+      }
+      for (const HloInstruction* h : kept)
+        total += partitioner::CostOfInstruction(*h, num_partitions);
+      return total;
+    };
+    const CollectiveCost current = cost_of(0);
+    uint32_t best_mask = 0;
+    CollectiveCost best = current;
+    for (uint32_t mask = 1; mask < (1u << replaceable.size()); ++mask) {
+      const CollectiveCost c = cost_of(mask);
+      if (c.Score() < best.Score()) {
+        best = c;
+        best_mask = mask;
+      }
+    }
+    // The group's findings give way to one for the group (or to nothing).
+    std::vector<std::string> ends;
+    for (size_t m : members) ends.push_back(chains[m].end->name());
+    Finding group;
+    std::vector<size_t> drop;
+    for (size_t r = 0; r < replaceable.size(); ++r) drop.push_back(*finding[replaceable[r]]);
+    if (best_mask != 0) {
+      group.status = FindingStatus::kProved;
+      group.rule = "shared-value";
+      group.current.flat = current;
+      group.proposed.flat = best;
+      group.first_line = std::numeric_limits<int64_t>::max();
+      std::vector<std::string> replaced_ends;
+      for (size_t r = 0; r < replaceable.size(); ++r) {
+        if (!(best_mask >> r & 1)) continue;
+        const Finding& f = report.findings[*finding[replaceable[r]]];
+        replaced_ends.push_back(f.instructions.back());
+        absl::StrAppend(&group.proposed_hlo, "// the chain to ", f.instructions.back(), " (",
+                        f.rule, "):\n", f.proposed_hlo, "\n");
+        group.first_line = std::min(group.first_line, f.first_line);
+        group.last_line = std::max(group.last_line, f.last_line);
+      }
+      absl::flat_hash_set<std::string> seen;
+      for (size_t m : members) {
+        for (const HloInstruction* h : chains[m].members) {
+          if (seen.insert(h->name()).second) group.instructions.push_back(h->name());
+        }
+      }
+      group.proof = "proved";
+      group.message = absl::StrCat(
+          "the value ", chains[members[0]].source->name(), " feeds ", members.size(), " ends (",
+          absl::StrJoin(ends, ", "), ") through shared collectives; replacing the chain(s) to ",
+          absl::StrJoin(replaced_ends, ", "), " uses ", best.collectives,
+          " collective(s) instead of ", current.collectives, "; max bytes received per device ",
+          best.max_recv_bytes, " instead of ", current.max_recv_bytes,
+          " (each replacement proved equal)");
+    } else {
+      report.notes.push_back(absl::StrCat(
+          "the chains to ", absl::StrJoin(ends, ", "), " share collectives: replacing ",
+          replaceable.size() == 1 ? "the one" : "those",
+          " with a cheaper chain on its own saves "
+          "nothing while the other ends still need the shared collectives"));
+    }
+    std::sort(drop.rbegin(), drop.rend());
+    for (size_t f : drop) report.findings.erase(report.findings.begin() + static_cast<int64_t>(f));
+    if (best_mask != 0) report.findings.push_back(std::move(group));
+  }
+}
+
 }  // namespace
 
 int64_t LintReport::proved() const {
@@ -502,7 +632,11 @@ absl::StatusOr<LintReport> LintModule(const HloModule& module, absl::string_view
   if (mesh.has_value() && mesh->num_devices() != p) mesh.reset();
   ChainLinter linter(linted, comments, options, p, std::move(mesh), report);
   for (const Chain& chain : split.chains) linter.Lint(chain);
+  SharedValues(split.chains, p, report);
   linter.LintPartialSums(*linted.entry());
+  for (Finding& f : ConcatenatedCollectives(linted, p, options.topology, options.timeout_ms)) {
+    report.findings.push_back(std::move(f));
+  }
   for (Finding& f : RepeatedCollectives(linted, p, options.topology, options.timeout_ms)) {
     report.findings.push_back(std::move(f));
   }
