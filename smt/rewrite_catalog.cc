@@ -408,8 +408,13 @@ std::vector<std::string> RewriteRuleNames() {
 }
 
 std::vector<RuleReport> CheckRewriteCatalog(const CatalogOptions& options) {
+  return CheckRules(rw::RewriteRules(), options);
+}
+
+std::vector<RuleReport> CheckRules(const std::vector<rw::RuleDef>& rules,
+                                   const CatalogOptions& options) {
   std::vector<RuleReport> reports;
-  for (const RuleDef& rule : rw::RewriteRules()) {
+  for (const RuleDef& rule : rules) {
     if (!options.rule.empty() && rule.name != options.rule) continue;
     reports.push_back(CheckRule(rule, options));
   }

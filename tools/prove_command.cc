@@ -54,6 +54,8 @@ verbs:
                                     ops give it (values matched by `// holds=` or name)
   equiv-chain A B [--from X] [--to Y] [--num-partitions N]
                                     the two chains give every device the same values
+  instructions FILE, rewrites, rule FILE
+                                    see `spmdcheck prove <verb> --help`
   --timeout-ms MS                   per Z3 query (chain, equiv-chain: the whole search;
                                     default 10000); a timeout is `unknown`
   --procedure auto|enumerate|z3|both
@@ -205,6 +207,7 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   const std::vector<std::string> verb_args(argv.begin() + 1, argv.end());
   if (verb == "rewrites") return RunProveRewrites(verb_args, out, err);
   if (verb == "instructions") return RunProveInstructions(verb_args, out, err);
+  if (verb == "rule") return RunProveRule(verb_args, out, err);
   std::set<std::string> value_flags = {"--timeout-ms"};
   const bool is_fact = verb == "sharding" || verb == "same" || verb == "groups" || verb == "pairs";
   if (is_fact) value_flags.insert("--procedure");
@@ -221,7 +224,7 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     BadInput(err, kCommand,
              absl::StrCat("unknown verb '", verb,
                           "' (expected sharding, same, groups, pairs, chain, equiv-chain, "
-                          "instructions or rewrites)"));
+                          "instructions, rewrites or rule)"));
     err << kProveHelp;
     return kExitBadInput;
   }

@@ -3,6 +3,7 @@
 // prints one table row per rule.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -12,7 +13,9 @@
 #include "absl/strings/str_join.h"
 #include "smt/proof_result.h"
 #include "smt/rewrite_catalog.h"
+#include "smt/rewrite_rules.h"
 #include "tools/cli.h"
+#include "tools/rule_reports.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -21,7 +24,7 @@ constexpr char kCommand[] = "prove rewrites";
 
 constexpr char kHelp[] =
     R"(usage: spmdcheck prove rewrites [--max-devices N] [--rule NAME] [--timeout-ms MS]
-                                [--no-parametric] [--list]
+                                [--no-parametric] [--list] [--show NAME]
 
 Proves every rule of the collective rewrite catalog with Z3 for every mesh shape (axes of size
 >= 2, at most 4 axes) and every choice of mesh axes with at most N devices (default 16), and,
@@ -29,6 +32,8 @@ where the rule has no loop over the group size, for symbolic sizes. Wrong varian
 to be refuted with a counterexample (mesh, axes, device, local index, both sides).
 Exit code: 0 every sound rule proved and every wrong variant refuted, 1 a sound rule refuted or
 a wrong variant proved, 2 bad input, 3 some rule unknown.
+The rules are written in the rule language of `spmdcheck prove rule` (smt/rules/*.rules);
+--show NAME prints one.
 )";
 
 std::string VerdictWord(const smt::RuleReport& r) {
@@ -46,8 +51,9 @@ std::string VerdictWord(const smt::RuleReport& r) {
 }  // namespace
 
 int RunProveRewrites(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(argv, {"--max-devices", "--rule", "--timeout-ms"},
-                                          {"--help", "--no-parametric", "--list"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, {"--max-devices", "--rule", "--timeout-ms", "--show"},
+                  {"--help", "--no-parametric", "--list"});
   if (!args.ok()) return BadInput(err, kCommand, args.status().message());
   if (args->Has("--help")) {
     out << kHelp;
@@ -61,6 +67,15 @@ int RunProveRewrites(const std::vector<std::string>& argv, std::ostream& out, st
   if (args->Has("--list")) {
     for (const std::string& name : names) out << name << "\n";
     return kExitHolds;
+  }
+  if (std::optional<std::string> show = args->Get("--show")) {
+    for (const smt::rw::RuleDef& rule : smt::rw::RewriteRules()) {
+      if (rule.name == *show) {
+        out << rule.source;
+        return kExitHolds;
+      }
+    }
+    return BadInput(err, kCommand, absl::StrCat("unknown rule '", *show, "'"));
   }
   smt::CatalogOptions options;
   absl::StatusOr<int64_t> max_devices = args->GetInt("--max-devices", options.max_devices);
@@ -84,7 +99,11 @@ int RunProveRewrites(const std::vector<std::string>& argv, std::ostream& out, st
     options.rule = *rule;
   }
 
-  const std::vector<smt::RuleReport> reports = smt::CheckRewriteCatalog(options);
+  return PrintRuleReports(smt::CheckRewriteCatalog(options), options.max_devices, out);
+}
+
+int PrintRuleReports(const std::vector<smt::RuleReport>& reports, int64_t max_devices,
+                     std::ostream& out) {
   size_t width = 4;
   for (const smt::RuleReport& r : reports) width = std::max(width, r.name.size());
   out << absl::StrFormat("%-*s | %-26s | %-25s | %s\n", width, "rule", "verdict", "meshes checked",
@@ -126,7 +145,7 @@ int RunProveRewrites(const std::vector<std::string>& argv, std::ostream& out, st
       "\nsummary: %d/%d sound rules proved, %d/%d wrong "
       "variants refuted (meshes up to %d "
       "devices)\n",
-      sound_proved, sound_total, wrong_refuted, wrong_total, options.max_devices);
+      sound_proved, sound_total, wrong_refuted, wrong_total, max_devices);
   if (any_wrong) return kExitFails;
   if (any_unknown) return kExitUnknown;
   return kExitHolds;
