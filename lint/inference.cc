@@ -139,7 +139,9 @@ std::vector<std::vector<int64_t>> PartitionGroupsOf(const HloInstruction& h, int
 // terms of the same result tile, one per contraction tile.
 struct PartialSums {
   HloSharding tiles;  // Devices holding terms of the same result tile replicate each other here.
-  std::vector<std::vector<int64_t>> contraction;  // Per device: its contraction tile index.
+  // Per device: the contraction tiles whose terms it has summed so far (one, after the dot).
+  std::vector<std::set<std::vector<int64_t>>> summed;
+  int64_t contraction_tiles = 0;  // How many there are.
 };
 
 class Inferrer {
@@ -405,22 +407,31 @@ class Inferrer {
     if (h->opcode() == HloOpcode::kAllReduce && h->operand_count() == 1) {
       auto it = partial_.find(h->operand(0));
       if (it == partial_.end()) return std::nullopt;
-      // Each group must be the devices holding terms of one result tile, one per contraction
-      // tile.
+      // Each group must be devices holding terms of one result tile, with disjoint sets of
+      // contraction tiles summed: the sum adds them up. All of them: the full result; else still
+      // partial sums (all-reduces in stages, one per contraction axis).
       const PartialSums& partial = it->second;
       const int64_t rank = h->shape().rank();
+      PartialSums next{partial.tiles, partial.summed, partial.contraction_tiles};
       for (const std::vector<int64_t>& group : PartitionGroupsOf(*h, p_)) {
-        std::set<std::vector<int64_t>> seen;
+        std::set<std::vector<int64_t>> merged;
+        size_t count = 0;
         for (int64_t d : group) {
           if (d < 0 || d >= p_) return std::nullopt;
           const partitioner::DevicePlace a = partitioner::PlaceOf(partial.tiles, rank, d);
           const partitioner::DevicePlace b = partitioner::PlaceOf(partial.tiles, rank, group[0]);
           if (a.data_index != b.data_index) return std::nullopt;
-          if (!seen.insert(partial.contraction[d]).second) return std::nullopt;
+          merged.insert(partial.summed[d].begin(), partial.summed[d].end());
+          count += partial.summed[d].size();
         }
-        const std::set<std::vector<int64_t>> all(partial.contraction.begin(),
-                                                 partial.contraction.end());
-        if (seen.size() != all.size()) return std::nullopt;
+        if (merged.size() != count) return std::nullopt;  // A term summed twice.
+        for (int64_t d : group) next.summed[d] = merged;
+      }
+      for (const auto& set : next.summed) {
+        if (static_cast<int64_t>(set.size()) != partial.contraction_tiles) {
+          partial_[h] = std::move(next);
+          return std::nullopt;
+        }
       }
       *rule = absl::StrCat("the sum of ", h->operand(0)->name(), "'s partial sums");
       return partial.tiles;
@@ -495,7 +506,11 @@ class Inferrer {
         partitioner::BuildSharding(counts, 1, p_, [&](int64_t d) { return places[d]; });
     if (!built.ok()) return std::nullopt;
     if (split_contraction) {
-      partial_[h] = PartialSums{*built, std::move(contraction)};
+      PartialSums partial{*built, {}, 0};
+      for (const std::vector<int64_t>& c : contraction) partial.summed.push_back({c});
+      partial.contraction_tiles = static_cast<int64_t>(
+          std::set<std::vector<int64_t>>(contraction.begin(), contraction.end()).size());
+      partial_[h] = std::move(partial);
       return std::nullopt;
     }
     *rule = "dot (batch and free dims of its operands)";
