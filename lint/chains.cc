@@ -221,17 +221,21 @@ Chain ChainBetween(const HloInstruction* source, const HloInstruction* end) {
   return chain;
 }
 
+void CloneCalledComputations(const HloModule& module, HloModule& out, HloCloner& cloner) {
+  std::vector<const HloComputation*> called;
+  for (const auto& computation : module.computations()) {
+    if (computation.get() != module.entry()) called.push_back(computation.get());
+  }
+  cloner.CloneComputations(called, out);
+}
+
 absl::StatusOr<std::unique_ptr<HloModule>> ChainModule(const HloModule& module, const Chain& chain,
                                                        int64_t num_partitions,
                                                        const InstructionOverrides& overrides) {
   auto out = std::make_unique<HloModule>(absl::StrCat("chain_", chain.end->name()));
   out->set_num_partitions(num_partitions);
   HloCloner cloner;
-  std::vector<const HloComputation*> called;
-  for (const auto& computation : module.computations()) {
-    if (computation.get() != module.entry()) called.push_back(computation.get());
-  }
-  cloner.CloneComputations(called, *out);
+  CloneCalledComputations(module, *out, cloner);
   auto entry = std::make_unique<HloComputation>("chain");
   entry->ReserveInstructions(static_cast<int64_t>(chain.closure.size()) + 1);
   auto source = std::make_unique<HloInstruction>(HloOpcode::kParameter, chain.source->name(),

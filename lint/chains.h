@@ -65,6 +65,10 @@ Chain ChainBetween(const HloInstruction* source, const HloInstruction* end);
 // True for the opcodes a chain may contain.
 bool IsDataMovement(HloOpcode opcode);
 
+// Copies every computation of `module` but its entry into `out` (the computations reductions and
+// collectives call), recording them in `cloner`.
+void CloneCalledComputations(const HloModule& module, HloModule& out, HloCloner& cloner);
+
 // Instructions standing in for some of a chain's (same name; their operands and called
 // computations are the linted module's, remapped like the chain's own).
 using InstructionOverrides = absl::flat_hash_map<const HloInstruction*, HloInstruction>;

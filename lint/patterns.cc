@@ -499,11 +499,7 @@ std::unique_ptr<HloModule> SourcesModule(
   auto out = std::make_unique<HloModule>(name);
   out->set_num_partitions(num_partitions);
   HloCloner cloner;
-  std::vector<const HloComputation*> called;
-  for (const auto& computation : module.computations()) {
-    if (computation.get() != module.entry()) called.push_back(computation.get());
-  }
-  cloner.CloneComputations(called, *out);
+  CloneCalledComputations(module, *out, cloner);
   auto entry = std::make_unique<HloComputation>("proposed");
   std::vector<HloInstruction*> parameters;
   for (size_t i = 0; i < sources.size(); ++i) {

@@ -23,6 +23,7 @@
 #include "smt/device_algebra.h"
 #include "smt/proof_result.h"
 #include "smt/z3_guard.h"
+#include "tests/random_factors.h"
 
 namespace spmdcheck::smt {
 namespace {
@@ -147,20 +148,7 @@ TEST(Z3GuardTest, UnknownReasonsAreWorded) {
 
 // ------------------------------------------------------------- both procedures, brute force
 
-std::vector<int64_t> RandomFactors(int64_t n) {
-  std::vector<int64_t> factors;
-  while (n > 1) {
-    std::vector<int64_t> divisors;
-    for (int64_t d = 2; d <= n; ++d) {
-      if (n % d == 0) divisors.push_back(d);
-    }
-    const int64_t d = *rc::gen::elementOf(divisors);
-    factors.push_back(d);
-    n /= d;
-  }
-  if (factors.empty()) factors.push_back(1);
-  return factors;
-}
+using test_support::RandomFactors;
 
 // A tile assignment over n devices: an iota (random reshape and transpose) or a random
 // permutation written out, sometimes with a device repeated or out of range.

@@ -25,6 +25,7 @@
 #include "smt/proof_result.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
+#include "tools/prove_flags.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -241,15 +242,9 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     return RunChainVerb(verb, *args, *timeout, out, err);
   smt::FactOptions facts;
   facts.timeout_ms = *timeout;
-  if (std::optional<std::string> procedure = args->Get("--procedure")) {
-    std::optional<smt::Procedure> parsed = smt::ParseProcedure(*procedure);
-    if (!parsed.has_value()) {
-      return BadInput(
-          err, kCommand,
-          absl::StrCat("--procedure must be auto, enumerate, z3 or both, not '", *procedure, "'"));
-    }
-    facts.procedure = *parsed;
-  }
+  absl::StatusOr<smt::Procedure> procedure = ProcedureFlag(*args);
+  if (!procedure.ok()) return BadInput(err, kCommand, procedure.status().message());
+  facts.procedure = *procedure;
   const std::vector<std::string>& pos = args->positional();
   const size_t want_positional = verb == "sharding" ? 1 : verb == "same" ? 2 : 0;
   if (pos.size() != want_positional) {

@@ -18,6 +18,7 @@
 #include "smt/proof_result.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
+#include "tools/prove_flags.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -87,15 +88,9 @@ int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out
   options.num_partitions = *partitions;
   options.timeout_ms = *timeout;
   options.source_text = *text;
-  if (std::optional<std::string> procedure = args->Get("--procedure")) {
-    std::optional<smt::Procedure> parsed = smt::ParseProcedure(*procedure);
-    if (!parsed.has_value()) {
-      return BadInput(
-          err, kCommand,
-          absl::StrCat("--procedure must be auto, enumerate, z3 or both, not '", *procedure, "'"));
-    }
-    options.procedure = *parsed;
-  }
+  absl::StatusOr<smt::Procedure> procedure = ProcedureFlag(*args);
+  if (!procedure.ok()) return BadInput(err, kCommand, procedure.status().message());
+  options.procedure = *procedure;
   absl::StatusOr<std::vector<smt::InstructionCheck>> checks =
       smt::CheckCollectiveInstructions(*checked, options);
   if (!checks.ok()) {

@@ -15,7 +15,7 @@
 #include "smt/rewrite_catalog.h"
 #include "smt/rewrite_rules.h"
 #include "tools/cli.h"
-#include "tools/rule_reports.h"
+#include "tools/prove_flags.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -77,29 +77,45 @@ int RunProveRewrites(const std::vector<std::string>& argv, std::ostream& out, st
     }
     return BadInput(err, kCommand, absl::StrCat("unknown rule '", *show, "'"));
   }
+  absl::StatusOr<smt::CatalogOptions> options = CatalogFlags(*args, names);
+  if (!options.ok()) return BadInput(err, kCommand, options.status().message());
+  return PrintRuleReports(smt::CheckRewriteCatalog(*options), options->max_devices, out);
+}
+
+absl::StatusOr<smt::Procedure> ProcedureFlag(const Args& args) {
+  std::optional<std::string> text = args.Get("--procedure");
+  if (!text.has_value()) return smt::Procedure::kAuto;
+  std::optional<smt::Procedure> parsed = smt::ParseProcedure(*text);
+  if (!parsed.has_value()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--procedure must be auto, enumerate, z3 or both, not '", *text, "'"));
+  }
+  return *parsed;
+}
+
+absl::StatusOr<smt::CatalogOptions> CatalogFlags(const Args& args,
+                                                 const std::vector<std::string>& names) {
   smt::CatalogOptions options;
-  absl::StatusOr<int64_t> max_devices = args->GetInt("--max-devices", options.max_devices);
-  if (!max_devices.ok()) return BadInput(err, kCommand, max_devices.status().message());
+  absl::StatusOr<int64_t> max_devices = args.GetInt("--max-devices", options.max_devices);
+  if (!max_devices.ok()) return max_devices.status();
   if (*max_devices < 2 || *max_devices > 64) {
-    return BadInput(err, kCommand, "--max-devices must be in [2, 64]");
+    return absl::InvalidArgumentError("--max-devices must be in [2, 64]");
   }
   options.max_devices = *max_devices;
-  absl::StatusOr<int64_t> timeout = args->GetInt("--timeout-ms", options.timeout_ms);
-  if (!timeout.ok()) return BadInput(err, kCommand, timeout.status().message());
-  if (*timeout <= 0) return BadInput(err, kCommand, "--timeout-ms must be positive");
+  absl::StatusOr<int64_t> timeout = args.GetInt("--timeout-ms", options.timeout_ms);
+  if (!timeout.ok()) return timeout.status();
+  if (*timeout <= 0) return absl::InvalidArgumentError("--timeout-ms must be positive");
   options.timeout_ms = *timeout;
   options.parametric_timeout_ms = std::min<int64_t>(*timeout, options.parametric_timeout_ms);
-  options.parametric = !args->Has("--no-parametric");
-  if (std::optional<std::string> rule = args->Get("--rule"); rule.has_value()) {
+  options.parametric = !args.Has("--no-parametric");
+  if (std::optional<std::string> rule = args.Get("--rule"); rule.has_value()) {
     if (std::find(names.begin(), names.end(), *rule) == names.end()) {
-      return BadInput(
-          err, kCommand,
+      return absl::InvalidArgumentError(
           absl::StrCat("unknown rule '", *rule, "'; rules: ", absl::StrJoin(names, ", ")));
     }
     options.rule = *rule;
   }
-
-  return PrintRuleReports(smt::CheckRewriteCatalog(options), options.max_devices, out);
+  return options;
 }
 
 int PrintRuleReports(const std::vector<smt::RuleReport>& reports, int64_t max_devices,

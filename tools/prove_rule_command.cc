@@ -14,7 +14,7 @@
 #include "smt/rewrite_rules.h"
 #include "smt/rule_language.h"
 #include "tools/cli.h"
-#include "tools/rule_reports.h"
+#include "tools/prove_flags.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -55,30 +55,11 @@ int RunProveRule(const std::vector<std::string>& argv, std::ostream& out, std::o
   if (!text.ok()) return BadInput(err, kCommand, text.status().message());
   absl::StatusOr<std::vector<smt::rw::RuleDef>> rules = smt::rw::ParseRules(*text, path);
   if (!rules.ok()) return BadInput(err, kCommand, rules.status().message());
-  smt::CatalogOptions options;
-  absl::StatusOr<int64_t> max_devices = args->GetInt("--max-devices", options.max_devices);
-  if (!max_devices.ok()) return BadInput(err, kCommand, max_devices.status().message());
-  if (*max_devices < 2 || *max_devices > 64) {
-    return BadInput(err, kCommand, "--max-devices must be in [2, 64]");
-  }
-  options.max_devices = *max_devices;
-  absl::StatusOr<int64_t> timeout = args->GetInt("--timeout-ms", options.timeout_ms);
-  if (!timeout.ok()) return BadInput(err, kCommand, timeout.status().message());
-  if (*timeout <= 0) return BadInput(err, kCommand, "--timeout-ms must be positive");
-  options.timeout_ms = *timeout;
-  options.parametric_timeout_ms = std::min<int64_t>(*timeout, options.parametric_timeout_ms);
-  options.parametric = !args->Has("--no-parametric");
-  if (std::optional<std::string> rule = args->Get("--rule")) {
-    std::vector<std::string> names;
-    for (const smt::rw::RuleDef& r : *rules) names.push_back(r.name);
-    if (std::find(names.begin(), names.end(), *rule) == names.end()) {
-      return BadInput(
-          err, kCommand,
-          absl::StrCat("no rule '", *rule, "' in ", path, " (", absl::StrJoin(names, ", "), ")"));
-    }
-    options.rule = *rule;
-  }
-  return PrintRuleReports(smt::CheckRules(*rules, options), options.max_devices, out);
+  std::vector<std::string> names;
+  for (const smt::rw::RuleDef& r : *rules) names.push_back(r.name);
+  absl::StatusOr<smt::CatalogOptions> options = CatalogFlags(*args, names);
+  if (!options.ok()) return BadInput(err, kCommand, options.status().message());
+  return PrintRuleReports(smt::CheckRules(*rules, *options), options->max_devices, out);
 }
 
 }  // namespace spmdcheck::cli
