@@ -71,18 +71,13 @@ LineComments ParseLineComments(absl::string_view source_text) {
   return comments;
 }
 
-ChainSplit SplitIntoChains(const HloModule& module) {
-  ChainSplit split;
-  const HloComputation* entry = module.entry();
-  if (entry == nullptr) return split;
-  const std::vector<HloInstruction*> order = entry->PostOrder();
-  absl::flat_hash_map<const HloInstruction*, bool> data;
-  // Integer values that depend on the partition (offset tables, masks): what makes a
-  // dynamic-slice, dynamic-update-slice or select the partitioner's data movement rather than an
-  // op of the global program.
-  absl::flat_hash_map<const HloInstruction*, bool> per_partition;
-  absl::flat_hash_map<const HloInstruction*, std::vector<const HloInstruction*>> users;
-  for (const HloInstruction* h : order) {
+RunStructure AnalyzeRuns(const HloComputation& entry) {
+  RunStructure runs;
+  runs.order = entry.PostOrder();
+  auto& data = runs.data;
+  auto& per_partition = runs.per_partition;
+  auto& users = runs.users;
+  for (const HloInstruction* h : runs.order) {
     bool is_data = HasSideEffectOrOpaqueValue(h->opcode());
     bool varies = h->opcode() == HloOpcode::kPartitionId || h->opcode() == HloOpcode::kReplicaId;
     for (const HloInstruction* operand : h->operands()) {
@@ -93,27 +88,34 @@ ChainSplit SplitIntoChains(const HloModule& module) {
     data[h] = is_data;
     per_partition[h] = varies && !is_data;
   }
-  // Members: data movement with exactly one data operand. An all-reduce or reduce-scatter
-  // moves data only when its operand was masked or placed (select, dynamic-update-slice, pad)
-  // within the run; otherwise it sums partial results and starts a new value.
-  absl::flat_hash_map<const HloInstruction*, bool> member;
-  absl::flat_hash_map<const HloInstruction*, bool> masked;
-  absl::flat_hash_map<const HloInstruction*, const HloInstruction*> data_operand;
-  for (const HloInstruction* h : order) {
+  // Members: data movement whose data operands all come from one run source (a run is a DAG:
+  // a select or concatenate of pieces of the same value, as halo exchanges build them). An
+  // all-reduce or reduce-scatter moves data only when its operand was masked or placed (select,
+  // dynamic-update-slice, pad) within the run; otherwise it sums partial results and starts a
+  // new value.
+  auto& member = runs.member;
+  auto& masked = runs.masked;
+  for (const HloInstruction* h : runs.order) {
     if (!data[h] || !IsDataMovement(h->opcode()) || !h->shape().IsArray()) continue;
     const HloInstruction* operand = nullptr;
-    int64_t data_operands = 0;
+    const HloInstruction* source = nullptr;
+    bool one_source = true;
     bool index_is_data = false;
+    bool all_arrays = true;
     for (int64_t i = 0; i < h->operand_count(); ++i) {
-      if (!data[h->operand(i)]) continue;
+      const HloInstruction* x = h->operand(i);
+      if (!data[x]) continue;
       if (IsIndexOperand(*h, i)) {
         index_is_data = true;
         continue;
       }
-      ++data_operands;
-      operand = h->operand(i);
+      const HloInstruction* from = member[x] ? runs.source_of[x] : x;
+      if (source != nullptr && from != source) one_source = false;
+      source = from;
+      if (operand == nullptr) operand = x;
+      all_arrays &= x->shape().IsArray();
     }
-    if (data_operands != 1 || index_is_data || !operand->shape().IsArray()) continue;
+    if (operand == nullptr || !one_source || index_is_data || !all_arrays) continue;
     if (h->opcode() == HloOpcode::kDynamicSlice || h->opcode() == HloOpcode::kDynamicUpdateSlice ||
         h->opcode() == HloOpcode::kSelect) {
       bool partition_dependent = false;
@@ -133,24 +135,30 @@ ChainSplit SplitIntoChains(const HloModule& module) {
     const bool operand_masked = member[operand] && masked[operand];
     if (reduces && !operand_masked) continue;
     member[h] = true;
-    data_operand[h] = operand;
+    runs.data_operand[h] = operand;
+    runs.source_of[h] = source;
     masked[h] = operand_masked || h->opcode() == HloOpcode::kSelect ||
                 h->opcode() == HloOpcode::kDynamicUpdateSlice || h->opcode() == HloOpcode::kPad;
   }
-  // Each member's run source: follow data operands back to the first non-member.
-  absl::flat_hash_map<const HloInstruction*, const HloInstruction*> source_of;
-  for (const HloInstruction* h : order) {
-    if (!member[h]) continue;
-    const HloInstruction* operand = data_operand[h];
-    source_of[h] = member[operand] ? source_of[operand] : operand;
-  }
+  return runs;
+}
+
+ChainSplit SplitIntoChains(const HloModule& module) {
+  ChainSplit split;
+  const HloComputation* entry = module.entry();
+  if (entry == nullptr) return split;
+  RunStructure runs = AnalyzeRuns(*entry);
+  const std::vector<HloInstruction*>& order = runs.order;
+  auto& data = runs.data;
+  auto& member = runs.member;
+  auto& users = runs.users;
   for (const HloInstruction* h : order) {
     if (!member[h]) continue;
     bool leaves = h == entry->root();
     for (const HloInstruction* user : users[h]) leaves |= !member[user];
     if (!leaves) continue;
     Chain chain;
-    chain.source = source_of[h];
+    chain.source = runs.source_of[h];
     chain.end = h;
     // The closure: everything `h` needs, stopping at the source.
     absl::flat_hash_set<const HloInstruction*> needed;
@@ -213,17 +221,21 @@ Chain ChainBetween(const HloInstruction* source, const HloInstruction* end) {
   return chain;
 }
 
+void CloneCalledComputations(const HloModule& module, HloModule& out, HloCloner& cloner) {
+  std::vector<const HloComputation*> called;
+  for (const auto& computation : module.computations()) {
+    if (computation.get() != module.entry()) called.push_back(computation.get());
+  }
+  cloner.CloneComputations(called, out);
+}
+
 absl::StatusOr<std::unique_ptr<HloModule>> ChainModule(const HloModule& module, const Chain& chain,
                                                        int64_t num_partitions,
                                                        const InstructionOverrides& overrides) {
   auto out = std::make_unique<HloModule>(absl::StrCat("chain_", chain.end->name()));
   out->set_num_partitions(num_partitions);
   HloCloner cloner;
-  std::vector<const HloComputation*> called;
-  for (const auto& computation : module.computations()) {
-    if (computation.get() != module.entry()) called.push_back(computation.get());
-  }
-  cloner.CloneComputations(called, *out);
+  CloneCalledComputations(module, *out, cloner);
   auto entry = std::make_unique<HloComputation>("chain");
   entry->ReserveInstructions(static_cast<int64_t>(chain.closure.size()) + 1);
   auto source = std::make_unique<HloInstruction>(HloOpcode::kParameter, chain.source->name(),

@@ -39,6 +39,22 @@ struct ChainSplit {
   std::vector<std::string> notes;  // Runs that are not chains, and why.
 };
 
+// How the entry computation splits into runs of data movement: which values are data (depend on
+// a parameter or an opaque value), which integers vary per partition, which instructions are run
+// members (data movement whose data operands all come from one source; masked or placed values
+// for reductions) and each member's run source.
+struct RunStructure {
+  std::vector<HloInstruction*> order;  // Post-order.
+  absl::flat_hash_map<const HloInstruction*, bool> data;
+  absl::flat_hash_map<const HloInstruction*, bool> per_partition;
+  absl::flat_hash_map<const HloInstruction*, bool> member;
+  absl::flat_hash_map<const HloInstruction*, bool> masked;
+  absl::flat_hash_map<const HloInstruction*, const HloInstruction*> source_of;
+  absl::flat_hash_map<const HloInstruction*, const HloInstruction*> data_operand;  // The first.
+  absl::flat_hash_map<const HloInstruction*, std::vector<const HloInstruction*>> users;
+};
+RunStructure AnalyzeRuns(const HloComputation& entry);
+
 // Chains of the entry computation that contain at least one collective.
 ChainSplit SplitIntoChains(const HloModule& module);
 
@@ -48,6 +64,10 @@ Chain ChainBetween(const HloInstruction* source, const HloInstruction* end);
 
 // True for the opcodes a chain may contain.
 bool IsDataMovement(HloOpcode opcode);
+
+// Copies every computation of `module` but its entry into `out` (the computations reductions and
+// collectives call), recording them in `cloner`.
+void CloneCalledComputations(const HloModule& module, HloModule& out, HloCloner& cloner);
 
 // Instructions standing in for some of a chain's (same name; their operands and called
 // computations are the linted module's, remapped like the chain's own).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +17,8 @@
 #include "absl/strings/str_join.h"
 #include "ir/hlo_printer.h"
 #include "lint/chains.h"
+#include "lint/global_program.h"
+#include "lint/jax_hint.h"
 #include "lint/patterns.h"
 #include "lint/search.h"
 #include "smt/chain_model.h"
@@ -53,25 +57,6 @@ void RemoveDead(HloComputation& computation) {
   computation.RemoveInstructionsIf([&](const HloInstruction* h) {
     return h->opcode() != HloOpcode::kParameter && !live.contains(h);
   });
-}
-
-// What the linted module says about one of its instructions: the global value it holds and the
-// sharding (attribute first, then the trailing comment).
-struct Annotation {
-  std::string holds;
-  std::optional<HloSharding> sharding;
-};
-
-Annotation AnnotationOf(const HloInstruction& h, const LineComments& comments) {
-  Annotation a;
-  a.holds = h.name();
-  auto it = comments.find(h.location().line);
-  if (it != comments.end() && h.location().line > 0) {
-    a.holds = it->second.holds;
-    a.sharding = it->second.sharding;
-  }
-  if (h.sharding().has_value()) a.sharding = h.sharding();
-  return a;
 }
 
 // Adds values for `step` applied to the last value.
@@ -178,7 +163,7 @@ absl::StatusOr<GlobalChain> MeaningFromChain(const Chain& chain, const smt::Chai
     if (!a.sharding.has_value() || (v.current.has_value() && !v.holder.empty())) continue;
     v.current = a.sharding;
     v.holder = h->name();
-    if (a.holds != h->name() || h == chain.end) v.name = a.holds;
+    v.name = a.holds;  // The pre-partitioning name, else the instruction's own.
   }
   if (builder.size() == 1) builder.Copy();  // A pure resharding: the end copies the input.
   const Annotation end = AnnotationOf(*chain.end, comments);
@@ -191,81 +176,6 @@ absl::StatusOr<GlobalChain> MeaningFromChain(const Chain& chain, const smt::Chai
   }
   global.text = absl::StrCat(chain.end->name(), " = ", meaning.text);
   return global;
-}
-
-// The chain's global meaning read from the pre-partitioning program: the run of shape ops from
-// the value the source holds to the value the end holds.
-absl::StatusOr<GlobalChain> MeaningFromGlobal(const Chain& chain, const HloModule& global,
-                                              const LineComments& comments,
-                                              const std::vector<const HloInstruction*>& members) {
-  const Annotation source = AnnotationOf(*chain.source, comments);
-  const Annotation end = AnnotationOf(*chain.end, comments);
-  const HloComputation* entry = global.entry();
-  const HloInstruction* to = entry->FindInstruction(end.holds);
-  const HloInstruction* from = entry->FindInstruction(source.holds);
-  if (to == nullptr || from == nullptr) {
-    return absl::NotFoundError(absl::StrCat("--global has no instruction named ",
-                                            to == nullptr ? end.holds : source.holds));
-  }
-  std::vector<const HloInstruction*> run;
-  for (const HloInstruction* h = to; h != from;) {
-    switch (h->opcode()) {
-      case HloOpcode::kCopy:
-      case HloOpcode::kBitcast:
-      case HloOpcode::kReshape:
-      case HloOpcode::kTranspose:
-      case HloOpcode::kSlice:
-      case HloOpcode::kBroadcast:
-        break;
-      default:
-        return absl::UnimplementedError(
-            absl::StrCat("--global: ", h->name(), " (", HloOpcodeString(h->opcode()), ") between ",
-                         from->name(), " and ", to->name(), " is not a shape op"));
-    }
-    if (h->operand_count() != 1) {
-      return absl::UnimplementedError(
-          absl::StrCat("--global: ", h->name(), " has ", h->operand_count(), " operands"));
-    }
-    run.push_back(h);
-    h = h->operand(0);
-  }
-  std::reverse(run.begin(), run.end());
-  absl::flat_hash_map<std::string, const HloInstruction*> holder_of;
-  for (const HloInstruction* h : members) {
-    const Annotation a = AnnotationOf(*h, comments);
-    if (a.sharding.has_value() && !holder_of.contains(a.holds)) holder_of[a.holds] = h;
-  }
-  GlobalChain out;
-  GlobalValue first;
-  first.name = from->name();
-  first.shape = from->shape();
-  first.current = from->sharding();
-  first.holder = chain.source->name();
-  out.values.push_back(std::move(first));
-  std::string text = from->name();
-  for (const HloInstruction* h : run) {
-    GlobalValue v;
-    v.name = h->name();
-    v.shape = h->shape();
-    v.current = h->sharding();
-    auto it = holder_of.find(h->name());
-    if (it != holder_of.end()) v.holder = it->second->name();
-    v.op.emplace(*h);
-    v.op->clear_sharding();
-    out.values.push_back(std::move(v));
-    text = absl::StrCat(HloOpcodeString(h->opcode()), "(", text, ")");
-  }
-  if (out.values.size() == 1) {  // A pure resharding: the end copies the input.
-    GlobalValue v;
-    v.name = absl::StrCat(from->name(), ".resharded");
-    v.shape = from->shape();
-    v.op.emplace(HloOpcode::kCopy, v.name, v.shape);
-    v.op->mutable_shape().clear_layout();
-    out.values.push_back(std::move(v));
-  }
-  out.values.back().holder = chain.end->name();
-  out.text = absl::StrCat(chain.end->name(), " = ", text, " (from --global)");
-  return out;
 }
 
 // Shardings to read the device mesh from: the chain's ends first, then the module's annotations.
@@ -289,11 +199,12 @@ std::vector<std::string> Names(const std::vector<const HloInstruction*>& instruc
 class ChainLinter {
  public:
   ChainLinter(const HloModule& module, const LineComments& comments, const LintOptions& options,
-              int64_t num_partitions, LintReport& report)
+              int64_t num_partitions, std::optional<Mesh> mesh, LintReport& report)
       : module_(module),
         comments_(comments),
         options_(options),
         num_partitions_(num_partitions),
+        mesh_(std::move(mesh)),
         report_(report) {}
 
   void Lint(const Chain& chain) {
@@ -324,14 +235,8 @@ class ChainLinter {
       base.global_meaning = global->text;
       // With the pre-partitioning program, the chain must compute what it claims to hold.
       if (options_.global != nullptr && claimed.verdict != Verdict::kHolds) {
-        std::vector<HloSharding> current;
-        for (const GlobalValue& v : global->values) {
-          current.push_back(v.current.value_or(HloSharding::Replicate()));
-        }
-        current.front() = chain.source->sharding().value_or(HloSharding::Replicate());
-        current.back() = *chain.end->sharding();
         absl::StatusOr<std::unique_ptr<HloModule>> reference =
-            PartitionGlobalChain(*global, current, num_partitions_);
+            ReferenceChain(chain, *global, std::nullopt, num_partitions_);
         if (reference.ok()) {
           const smt::ProofResult same =
               smt::ProveEquivChain(**original, **reference, ProofOptions());
@@ -357,6 +262,10 @@ class ChainLinter {
     } else if (global.ok()) {
       std::optional<Finding> found = Search(chain, label, **original, *global, base);
       if (found.has_value() && found->status == FindingStatus::kProved) {
+        // A pattern rewrite outside the planner's space may be cheaper still (e.g. an all-gather
+        // over part of a tile dim).
+        std::optional<Finding> none;
+        if (TryRewrites(chain, label, **original, base, none, ScoreOf(found->proposed))) return;
         report_.findings.push_back(*std::move(found));
         return;
       }
@@ -393,6 +302,11 @@ class ChainLinter {
       const HloInstruction* slice = instruction.get();
       if (slice->opcode() != HloOpcode::kDynamicSlice) continue;
       const HloInstruction* sum = slice->operand(0);
+      // Through copies and reshapes.
+      while (sum->opcode() == HloOpcode::kCopy || sum->opcode() == HloOpcode::kReshape ||
+             sum->opcode() == HloOpcode::kBitcast) {
+        sum = sum->operand(0);
+      }
       if (sum->opcode() != HloOpcode::kAllReduce || sum->operand_count() != 1 ||
           !sum->shape().IsArray() || Reported(slice->name())) {
         continue;
@@ -426,13 +340,14 @@ class ChainLinter {
   // Tries the pattern rewrites of `chain`: pushes the first proved cheaper one and returns true;
   // keeps the first unproven cheaper one in `unproven`.
   bool TryRewrites(const Chain& chain, const std::string& label, const HloModule& original,
-                   const Finding& base, std::optional<Finding>& unproven) {
+                   const Finding& base, std::optional<Finding>& unproven,
+                   std::optional<int64_t> to_beat = std::nullopt) {
     for (PatternRewrite& rewrite : PatternRewrites(module_, chain, num_partitions_)) {
       std::unique_ptr<HloModule>& replacement = rewrite.module;
       RemoveDead(*replacement->entry());
       Finding finding = base;
       finding.proposed = PriceModule(*replacement, num_partitions_, options_.topology);
-      if (ScoreOf(finding.proposed) >= ScoreOf(finding.current)) continue;
+      if (ScoreOf(finding.proposed) >= to_beat.value_or(ScoreOf(finding.current))) continue;
       const smt::ProofResult same = smt::ProveEquivChain(original, *replacement, ProofOptions());
       finding.proof = smt::FormatProofResult(same);
       finding.status =
@@ -455,8 +370,7 @@ class ChainLinter {
   // The chain's global meaning: from --global when it covers the chain, else lifted.
   absl::StatusOr<GlobalChain> Meaning(const Chain& chain, const std::string& label) {
     if (options_.global != nullptr) {
-      absl::StatusOr<GlobalChain> global =
-          MeaningFromGlobal(chain, *options_.global, comments_, chain.members);
+      absl::StatusOr<GlobalChain> global = MeaningFromGlobal(chain, *options_.global, comments_);
       if (global.ok()) return global;
       Note(label, global.status().message());
     }
@@ -502,7 +416,13 @@ class ChainLinter {
     if (search->cause.has_value()) {
       const GlobalValue& v = global.values[*search->cause];
       finding.cause = ShardingCause{v.holder, v.name, v.current->ToString(false),
-                                    search->shardings[*search->cause].ToString(false)};
+                                    search->shardings[*search->cause].ToString(false), ""};
+      if (mesh_.has_value()) {
+        if (std::optional<std::string> spec =
+                PartitionSpecFor(search->shardings[*search->cause], v.shape.rank(), *mesh_)) {
+          finding.cause->jax = JaxConstraint(v.name, *spec);
+        }
+      }
     }
     const PatternMatch pattern = MatchPattern(chain, *search->partitioned);
     finding.rule = finding.cause.has_value() ? "intermediate-sharding"
@@ -539,8 +459,127 @@ class ChainLinter {
   const LineComments& comments_;
   const LintOptions& options_;
   int64_t num_partitions_;
+  std::optional<Mesh> mesh_;
   LintReport& report_;
 };
+
+// A value feeding several ends (one run with several exits): each exit's chain was linted on its
+// own, as if it alone used the collectives the exits share. Replacing one exit's chain saves only
+// what the others do not still need, so the exits are priced together: the collectives of all
+// their chains counted once, against the best choice of exits to replace (each replacement
+// proved) with the kept chains' collectives counted once.
+void SharedValues(const std::vector<Chain>& chains, int64_t num_partitions, LintReport& report) {
+  const size_t n = chains.size();
+  std::vector<size_t> parent(n);
+  for (size_t i = 0; i < n; ++i) parent[i] = i;
+  std::function<size_t(size_t)> find = [&](size_t i) {
+    return parent[i] == i ? i : parent[i] = find(parent[i]);
+  };
+  absl::flat_hash_map<const HloInstruction*, size_t> owner;
+  for (size_t i = 0; i < n; ++i) {
+    for (const HloInstruction* h : chains[i].members) {
+      if (!IsCollective(h->opcode())) continue;
+      auto [it, inserted] = owner.emplace(h, i);
+      if (!inserted) parent[find(i)] = find(it->second);
+    }
+  }
+  absl::flat_hash_map<size_t, std::vector<size_t>> groups;
+  for (size_t i = 0; i < n; ++i) groups[find(i)].push_back(i);
+  for (const auto& [root, members] : groups) {
+    if (members.size() < 2) continue;
+    // The proved finding of each exit, if any.
+    std::vector<std::optional<size_t>> finding(members.size());
+    std::vector<size_t> replaceable;
+    for (size_t m = 0; m < members.size(); ++m) {
+      for (size_t f = 0; f < report.findings.size(); ++f) {
+        const Finding& x = report.findings[f];
+        if (x.status == FindingStatus::kProved && !x.instructions.empty() &&
+            x.instructions.back() == chains[members[m]].end->name()) {
+          finding[m] = f;
+        }
+      }
+      if (finding[m].has_value()) replaceable.push_back(m);
+    }
+    if (replaceable.empty() || replaceable.size() > 8) continue;
+    // Collectives kept when the exits in `replaced` get their replacements.
+    const auto cost_of = [&](uint32_t replaced_mask) {
+      CollectiveCost total;
+      absl::flat_hash_set<const HloInstruction*> kept;
+      for (size_t m = 0; m < members.size(); ++m) {
+        bool replaced = false;
+        for (size_t r = 0; r < replaceable.size(); ++r) {
+          if (replaceable[r] == m && (replaced_mask >> r & 1)) replaced = true;
+        }
+        if (replaced) {
+          total += report.findings[*finding[m]].proposed.flat;
+          continue;
+        }
+        for (const HloInstruction* h : chains[members[m]].members) {
+          if (IsCollective(h->opcode())) kept.insert(h);
+        }
+      }
+      for (const HloInstruction* h : kept)
+        total += partitioner::CostOfInstruction(*h, num_partitions);
+      return total;
+    };
+    const CollectiveCost current = cost_of(0);
+    uint32_t best_mask = 0;
+    CollectiveCost best = current;
+    for (uint32_t mask = 1; mask < (1u << replaceable.size()); ++mask) {
+      const CollectiveCost c = cost_of(mask);
+      if (c.Score() < best.Score()) {
+        best = c;
+        best_mask = mask;
+      }
+    }
+    // The group's findings give way to one for the group (or to nothing).
+    std::vector<std::string> ends;
+    for (size_t m : members) ends.push_back(chains[m].end->name());
+    Finding group;
+    std::vector<size_t> drop;
+    for (size_t r = 0; r < replaceable.size(); ++r) drop.push_back(*finding[replaceable[r]]);
+    if (best_mask != 0) {
+      group.status = FindingStatus::kProved;
+      group.rule = "shared-value";
+      group.current.flat = current;
+      group.proposed.flat = best;
+      group.first_line = std::numeric_limits<int64_t>::max();
+      std::vector<std::string> replaced_ends;
+      for (size_t r = 0; r < replaceable.size(); ++r) {
+        if (!(best_mask >> r & 1)) continue;
+        const Finding& f = report.findings[*finding[replaceable[r]]];
+        replaced_ends.push_back(f.instructions.back());
+        absl::StrAppend(&group.proposed_hlo, "// the chain to ", f.instructions.back(), " (",
+                        f.rule, "):\n", f.proposed_hlo, "\n");
+        group.first_line = std::min(group.first_line, f.first_line);
+        group.last_line = std::max(group.last_line, f.last_line);
+      }
+      absl::flat_hash_set<std::string> seen;
+      for (size_t m : members) {
+        for (const HloInstruction* h : chains[m].members) {
+          if (seen.insert(h->name()).second) group.instructions.push_back(h->name());
+        }
+      }
+      group.proof = "proved";
+      group.message = absl::StrCat(
+          "the value ", chains[members[0]].source->name(), " feeds ", members.size(), " ends (",
+          absl::StrJoin(ends, ", "), ") through shared collectives; replacing the chain(s) to ",
+          absl::StrJoin(replaced_ends, ", "), " uses ", best.collectives,
+          " collective(s) instead of ", current.collectives, "; max bytes received per device ",
+          best.max_recv_bytes, " instead of ", current.max_recv_bytes,
+          " (each replacement proved equal)");
+    } else {
+      report.notes.push_back(absl::StrCat(
+          "the chains to ", absl::StrJoin(ends, ", "), " share collectives: replacing ",
+          replaceable.size() == 1 ? "the one" : "those",
+          " with a cheaper chain on its own saves "
+          "nothing while the other ends still need the shared collectives"));
+    }
+    std::sort(drop.rbegin(), drop.rend());
+    for (size_t f : drop) report.findings.erase(report.findings.begin() + static_cast<int64_t>(f));
+    if (best_mask != 0) report.findings.push_back(std::move(group));
+  }
+}
 
 }  // namespace
 
@@ -561,14 +600,44 @@ absl::StatusOr<LintReport> LintModule(const HloModule& module, absl::string_view
   if (module.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
   LintReport report;
   report.num_partitions = p;
+  // The module the lint reads: with the inferred shardings where it has none.
+  std::unique_ptr<HloModule> annotated;
+  if (options.infer) {
+    InferenceOptions inference_options;
+    inference_options.num_partitions = p;
+    inference_options.global = options.global;
+    inference_options.timeout_ms = options.timeout_ms;
+    absl::StatusOr<Inference> inference = InferHoldings(module, source_text, inference_options);
+    if (!inference.ok()) return inference.status();
+    annotated = std::move(inference->module);
+    report.unannotated = inference->unannotated;
+    report.holdings = std::move(inference->values);
+    report.claims = std::move(inference->claims);
+    for (const ClaimCheck& claim : report.claims) {
+      if (claim.status != ClaimStatus::kDiffers) continue;
+      report.notes.push_back(absl::StrCat("claim: ", claim.instruction, " (line ", claim.line,
+                                          ") is annotated ", claim.claimed.ToString(false),
+                                          " but holds ", claim.inferred->ToString(false),
+                                          " (inferred and proved)"));
+    }
+  }
+  if (options.holdings_only) return report;
+  const HloModule& linted = annotated != nullptr ? *annotated : module;
   const LineComments comments = ParseLineComments(source_text);
-  ChainSplit split = SplitIntoChains(module);
-  report.notes = std::move(split.notes);
+  ChainSplit split = SplitIntoChains(linted);
+  report.notes.insert(report.notes.end(), split.notes.begin(), split.notes.end());
   report.chains = static_cast<int64_t>(split.chains.size());
-  ChainLinter linter(module, comments, options, p, report);
+  std::optional<Mesh> mesh = options.mesh;
+  if (!mesh.has_value()) mesh = MeshFromModuleText(source_text, p);
+  if (mesh.has_value() && mesh->num_devices() != p) mesh.reset();
+  ChainLinter linter(linted, comments, options, p, std::move(mesh), report);
   for (const Chain& chain : split.chains) linter.Lint(chain);
-  linter.LintPartialSums(*module.entry());
-  for (Finding& f : RepeatedCollectives(module, p, options.topology, options.timeout_ms)) {
+  SharedValues(split.chains, p, report);
+  linter.LintPartialSums(*linted.entry());
+  for (Finding& f : ConcatenatedCollectives(linted, p, options.topology, options.timeout_ms)) {
+    report.findings.push_back(std::move(f));
+  }
+  for (Finding& f : RepeatedCollectives(linted, p, options.topology, options.timeout_ms)) {
     report.findings.push_back(std::move(f));
   }
   std::stable_sort(report.findings.begin(), report.findings.end(),

@@ -15,6 +15,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "ir/hlo_module.h"
+#include "ir/mesh.h"
+#include "lint/inference.h"
 #include "lint/topology.h"
 #include "partitioner/cost_model.h"
 
@@ -29,6 +31,9 @@ struct ShardingCause {
   std::string holds;
   std::string sharding;
   std::string better_sharding;
+  // The same constraint in JAX's notation when the mesh has named axes and whole axes express
+  // `better_sharding` (`jax.lax.with_sharding_constraint(x, NamedSharding(mesh, P(...)))`).
+  std::string jax;
 };
 
 // Cost of a chain: the flat alpha-beta figures (partitioner/cost_model.h) and, with a topology,
@@ -65,6 +70,12 @@ struct Finding {
 struct LintOptions {
   int64_t num_partitions = 0;         // 0: the module's num_partitions.
   const HloModule* global = nullptr;  // --global: the pre-partitioning program.
+  // Infer what unannotated values hold (lint/inference.h) before splitting into chains; off, only
+  // the module's own annotations are read (as before issue 14).
+  bool infer = true;
+  bool holdings_only = false;  // Stop after the inference (`--holdings`).
+  // The named device mesh (`--mesh data=2,model=4`); else read from the module's text.
+  std::optional<Mesh> mesh;
   std::optional<Topology> topology;
   int64_t timeout_ms = 20000;  // Per proof.
 };
@@ -72,7 +83,12 @@ struct LintOptions {
 struct LintReport {
   std::string path;
   int64_t num_partitions = 0;
-  int64_t chains = 0;              // Chains examined.
+  int64_t chains = 0;  // Chains examined.
+  // The inference: data values without an annotation, the shardings inferred for them, and the
+  // annotations checked against it.
+  int64_t unannotated = 0;
+  std::vector<InferredValue> holdings;
+  std::vector<ClaimCheck> claims;
   std::vector<Finding> findings;   // In program order.
   std::vector<std::string> notes;  // Chains skipped, and why.
   int64_t proved() const;
@@ -88,6 +104,8 @@ absl::StatusOr<LintReport> LintModule(const HloModule& module, absl::string_view
 // Report renderings (lint/report.cc). Text is for people; JSON's schema is documented in
 // docs/lint.md and stable; SARIF is 2.1.0 with one result per finding.
 std::string FormatText(const LintReport& report);
+// `--holdings`: one line per inferred value and per checked annotation, then a count.
+std::string FormatHoldings(const LintReport& report);
 std::string FormatJson(const LintReport& report);
 std::string FormatSarif(const LintReport& report);
 

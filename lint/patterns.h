@@ -40,11 +40,25 @@ struct PatternRewrite {
 std::vector<PatternRewrite> PatternRewrites(const HloModule& module, const Chain& chain,
                                             int64_t num_partitions);
 
+// A chain whose source and end hold the same global value, split n times finer along one dim at
+// the source: one all-gather over groups of the n devices that hold the parts of each end tile
+// (the resharding planner only gathers whole tile dims). nullopt when the shardings do not
+// allow it. The proposed module's parameter is the chain's source.
+std::optional<PatternRewrite> SubgroupAllGather(const Chain& chain, int64_t num_partitions);
+
 // Collectives applied twice to the same operand with the same attributes (channel ids aside):
 // one finding per repeat, proved by the equivalence prover on the two chains.
 std::vector<Finding> RepeatedCollectives(const HloModule& module, int64_t num_partitions,
                                          const std::optional<Topology>& topology,
                                          int64_t timeout_ms);
+
+// A concatenate of the same all-gather (along another dim) or collective-permute applied to
+// several sources (a chain with two sources): one collective of the sources' local concatenate
+// does the same in one step. One finding per such concatenate, proved by the equivalence prover
+// on the two (multi-parameter) modules.
+std::vector<Finding> ConcatenatedCollectives(const HloModule& module, int64_t num_partitions,
+                                             const std::optional<Topology>& topology,
+                                             int64_t timeout_ms);
 
 }  // namespace spmdcheck::lint
 

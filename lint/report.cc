@@ -67,6 +67,7 @@ Json CauseJson(const std::optional<ShardingCause>& cause) {
   json["holds"] = cause->holds;
   json["sharding"] = cause->sharding;
   json["better_sharding"] = cause->better_sharding;
+  json["jax"] = cause->jax.empty() ? Json(nullptr) : Json(cause->jax);
   return json;
 }
 
@@ -219,6 +220,9 @@ std::string FormatText(const LintReport& report) {
     }
     if (finding.cause.has_value()) {
       absl::StrAppend(&out, "  hint: ", CauseHint(*finding.cause), "\n");
+      if (!finding.cause->jax.empty()) {
+        absl::StrAppend(&out, "  in JAX: ", finding.cause->jax, "\n");
+      }
     }
     if (!finding.proposed_hlo.empty()) {
       absl::StrAppend(&out, "  proposed HLO:\n");
@@ -229,7 +233,31 @@ std::string FormatText(const LintReport& report) {
   absl::StrAppend(&out, report.chains, " chain(s) examined, ", report.proved(),
                   " proved finding(s), ", CountStatus(report, FindingStatus::kUnproven),
                   " unproven, ", report.incorrect(), " incorrect chain(s)\n");
+  if (report.unannotated > 0) {
+    absl::StrAppend(&out, "inferred: the sharding of ", report.holdings.size(), " of ",
+                    report.unannotated, " unannotated value(s) (--holdings lists them)\n");
+  }
   for (const std::string& note : report.notes) absl::StrAppend(&out, "note: ", note, "\n");
+  return out;
+}
+
+std::string FormatHoldings(const LintReport& report) {
+  std::string out;
+  for (const InferredValue& v : report.holdings) {
+    absl::StrAppend(&out, v.instruction, ": ", v.sharding.ToString(false), "  (", v.rule, "; ",
+                    v.proof, ")\n");
+  }
+  for (const ClaimCheck& c : report.claims) {
+    absl::StrAppend(&out, c.instruction, ": annotated ", c.claimed.ToString(false), ": ",
+                    ClaimStatusName(c.status));
+    if (c.status == ClaimStatus::kDiffers) {
+      absl::StrAppend(&out, " (holds ", c.inferred->ToString(false), ")");
+    }
+    out.push_back('\n');
+  }
+  absl::StrAppend(&out, "inferred: the sharding of ", report.holdings.size(), " of ",
+                  report.unannotated, " unannotated value(s); ", report.claims.size(),
+                  " annotation(s) checked\n");
   return out;
 }
 
@@ -259,6 +287,25 @@ std::string FormatJson(const LintReport& report) {
   }
   json["findings"] = std::move(findings);
   json["notes"] = StringArray(report.notes);
+  Json holdings = Json::array();
+  for (const InferredValue& v : report.holdings) {
+    holdings.push_back({{"instruction", v.instruction},
+                        {"sharding", v.sharding.ToString(false)},
+                        {"rule", v.rule},
+                        {"proof", v.proof}});
+  }
+  Json claims = Json::array();
+  for (const ClaimCheck& c : report.claims) {
+    claims.push_back(
+        {{"instruction", c.instruction},
+         {"line", c.line},
+         {"claimed", c.claimed.ToString(false)},
+         {"inferred", c.inferred.has_value() ? Json(c.inferred->ToString(false)) : Json(nullptr)},
+         {"status", std::string(ClaimStatusName(c.status))}});
+  }
+  json["inference"] = {{"unannotated", report.unannotated},
+                       {"holdings", std::move(holdings)},
+                       {"claims", std::move(claims)}};
   json["summary"] = {{"proved", report.proved()},
                      {"unproven", CountStatus(report, FindingStatus::kUnproven)},
                      {"incorrect", report.incorrect()}};

@@ -20,6 +20,7 @@
 #include "smt/chain_encoding.h"
 #include "smt/chain_model.h"
 #include "smt/tile_encoding.h"
+#include "smt/z3_guard.h"
 
 namespace spmdcheck::smt {
 namespace {
@@ -95,13 +96,7 @@ z3::solver MakeSolver(z3::context& ctx, int64_t timeout_ms) {
   return solver;
 }
 
-std::string UnknownReason(z3::solver& solver) {
-  const std::string why = solver.reason_unknown();
-  if (why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos) {
-    return absl::StrCat("Z3 timed out (", why, ")");
-  }
-  return absl::StrCat("Z3 gave up (", why, ")");
-}
+std::string UnknownReason(z3::solver& solver) { return Z3UnknownReason(solver.reason_unknown()); }
 
 // Smallest values of `vars`, in order (lexicographically), among the solver's models; each
 // variable is fixed once minimised. Stops early when Z3 stops answering (the solver then still
@@ -364,7 +359,9 @@ absl::StatusOr<std::string> DescribeChain(const HloModule& module,
                       meaning.guess.empty() ? "" : absl::StrCat(" (guessed: ", meaning.guess, ")"));
 }
 
-ProofResult ProveChain(const HloModule& module, const ChainProofOptions& options) {
+namespace {
+
+ProofResult ProveChainUnguarded(const HloModule& module, const ChainProofOptions& options) {
   const int64_t p = options.num_partitions > 0 ? options.num_partitions : module.num_partitions();
   absl::StatusOr<PreparedChain> prepared = Prepare(module, options, p);
   if (!prepared.ok()) return ProofResult::Unknown(StatusText(prepared.status()));
@@ -436,17 +433,25 @@ ProofResult ProveChain(const HloModule& module, const ChainProofOptions& options
   return ProofResult::Refuted(counterexample);
 }
 
-ProofResult ProveEquivChain(const HloModule& a, const HloModule& b,
-                            const ChainProofOptions& options) {
+}  // namespace
+
+namespace {
+
+ProofResult ProveEquivChainUnguarded(const HloModule& a, const HloModule& b,
+                                     const ChainProofOptions& options) {
   const int64_t p = options.num_partitions > 0 ? options.num_partitions : a.num_partitions();
   if (options.num_partitions <= 0 && a.num_partitions() != b.num_partitions()) {
     return ProofResult::Unknown(absl::StrCat("the modules have different num_partitions (",
                                              a.num_partitions(), " vs ", b.num_partitions(), ")"));
   }
   absl::StatusOr<PreparedChain> chain_a = Prepare(a, options, p);
-  if (!chain_a.ok()) return ProofResult::Unknown(absl::StrCat("A: ", StatusText(chain_a.status())));
+  if (!chain_a.ok()) {
+    return ProofResult::Unknown(absl::StrCat(options.a_name, ": ", StatusText(chain_a.status())));
+  }
   absl::StatusOr<PreparedChain> chain_b = Prepare(b, options, p);
-  if (!chain_b.ok()) return ProofResult::Unknown(absl::StrCat("B: ", StatusText(chain_b.status())));
+  if (!chain_b.ok()) {
+    return ProofResult::Unknown(absl::StrCat(options.b_name, ": ", StatusText(chain_b.status())));
+  }
   const ChainModel& model_a = *chain_a->model;
   const ChainModel& model_b = *chain_b->model;
   const std::vector<int64_t>& local = chain_a->end->shape().dimensions();
@@ -502,16 +507,20 @@ ProofResult ProveEquivChain(const HloModule& a, const HloModule& b,
     if (layout.ok()) {
       global = absl::StrCat(" (global ",
                             IndexText(ceval_a.GlobalIndex(*layout, local, at.device, at.index)),
-                            " under A's sharding)");
+                            " under ", options.a_name, "'s sharding)");
     }
   }
-  return ProofResult::Refuted(
-      absl::StrCat("device ", at.device, ", local index ", IndexText(at.index), " of ",
-                   chain_a->end->name(), " / ", chain_b->end->name(), global, ": A gives ",
-                   SourceSumText(got_a, names), ", B gives ", SourceSumText(got_b, names)));
+  return ProofResult::Refuted(absl::StrCat(
+      "device ", at.device, ", local index ", IndexText(at.index), " of ", chain_a->end->name(),
+      " / ", chain_b->end->name(), global, ": ", options.a_name, " gives ",
+      SourceSumText(got_a, names), ", ", options.b_name, " gives ", SourceSumText(got_b, names)));
 }
 
-ProofResult ProveReplicasAgree(const HloModule& module, const ChainProofOptions& options) {
+}  // namespace
+
+namespace {
+
+ProofResult ProveReplicasAgreeUnguarded(const HloModule& module, const ChainProofOptions& options) {
   const int64_t p = options.num_partitions > 0 ? options.num_partitions : module.num_partitions();
   absl::StatusOr<PreparedChain> chain = Prepare(module, options, p);
   if (!chain.ok()) return ProofResult::Unknown(StatusText(chain.status()));
@@ -584,6 +593,21 @@ ProofResult ProveReplicasAgree(const HloModule& module, const ChainProofOptions&
                    " under ", sharding.ToString(false), " but differ at local index ",
                    IndexText(at.index), ": device ", other, " has ", SourceSumText(want, names),
                    ", device ", at.device, " has ", SourceSumText(got, names)));
+}
+
+}  // namespace
+
+ProofResult ProveChain(const HloModule& module, const ChainProofOptions& options) {
+  return GuardZ3("prove chain", [&] { return ProveChainUnguarded(module, options); });
+}
+
+ProofResult ProveEquivChain(const HloModule& a, const HloModule& b,
+                            const ChainProofOptions& options) {
+  return GuardZ3("prove equiv-chain", [&] { return ProveEquivChainUnguarded(a, b, options); });
+}
+
+ProofResult ProveReplicasAgree(const HloModule& module, const ChainProofOptions& options) {
+  return GuardZ3("the replica check", [&] { return ProveReplicasAgreeUnguarded(module, options); });
 }
 
 ChainEnumeration EnumerateChain(const HloModule& module, const ChainProofOptions& options) {

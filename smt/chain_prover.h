@@ -25,6 +25,9 @@ struct ChainProofOptions {
   // beyond that the element may be padding, whose value is arbitrary). Without it, the global
   // size is taken to be an even split of the annotation, as the chain model assumes.
   bool only_certain_elements = false;
+  // ProveEquivChain: how its messages name the two chains.
+  std::string a_name = "A";
+  std::string b_name = "B";
 };
 
 // The instructions between `from` (default: entry parameters) and `to` (default: root) move data

@@ -19,6 +19,7 @@
 #include "ir/replica_groups.h"
 #include "smt/chain_model.h"
 #include "smt/tile_encoding.h"
+#include "smt/z3_guard.h"
 
 namespace spmdcheck::smt {
 namespace {
@@ -98,13 +99,7 @@ ProofResult WithPrefix(ProofResult r, absl::string_view prefix) {
   return r;
 }
 
-std::string Reason(z3::solver& solver) {
-  const std::string why = solver.reason_unknown();
-  if (why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos) {
-    return absl::StrCat("Z3 timed out (", why, ")");
-  }
-  return absl::StrCat("Z3 gave up (", why, ")");
-}
+std::string Reason(z3::solver& solver) { return Z3UnknownReason(solver.reason_unknown()); }
 
 // How much of a group list's order matters.
 enum class GroupOrder {
@@ -116,9 +111,9 @@ enum class GroupOrder {
 // refutes, the list compared without the order that does not matter for the op.
 ProofResult CheckGroups(const HloSharding& sharding, const std::vector<int64_t>& dims,
                         const std::vector<std::vector<int64_t>>& groups, GroupOrder order,
-                        int64_t timeout_ms) {
+                        const FactOptions& options) {
   // Iota forms keep the Z3 encodings small (no tables).
-  ProofResult r = ProveGroups(sharding, dims, ReplicaGroups(groups).Canonical(), timeout_ms);
+  ProofResult r = ProveGroups(sharding, dims, ReplicaGroups(groups).Canonical(), options);
   if (r.verdict != Verdict::kFails) return r;
   std::vector<std::vector<int64_t>> expected = sharding.GroupsAlongDims(dims);
   std::vector<std::vector<int64_t>> given = groups;
@@ -143,6 +138,140 @@ std::optional<HloSharding> SplitTileDim(const HloSharding& s, int64_t dim, int64
   HloSharding result = HloSharding::Tile(s.tile_assignment().Reshape(split));
   if (!result.IsTiled()) return std::nullopt;
   return result;
+}
+
+ProofResult Z3Placement(const HloSharding& from, const HloSharding& to,
+                        const std::vector<int64_t>& dropped, int64_t timeout_ms) {
+  const int64_t rank = from.TiledDataRank();
+  auto is_dropped = [&](int64_t k) {
+    return std::find(dropped.begin(), dropped.end(), k) != dropped.end();
+  };
+  z3::context ctx;
+  z3::solver solver(ctx);
+  z3::params params(ctx);
+  params.set("timeout", static_cast<unsigned>(std::clamp<int64_t>(timeout_ms, 1, 1 << 30)));
+  solver.set(params);
+  TileEncoding f = EncodeTileAssignment(ctx, from.tile_assignment(), "f", true);
+  for (unsigned i = 0; i < f.constraints.size(); ++i) solver.add(f.constraints[i]);
+  z3::expr_vector differs(ctx);
+  std::optional<TileEncoding> t;
+  if (to.IsTiled()) {
+    t = EncodeTileAssignment(ctx, to.tile_assignment(), "t", true);
+    for (unsigned i = 0; i < t->constraints.size(); ++i) solver.add(t->constraints[i]);
+    // Every device holding a tile under `to` holds one under `from`.
+    {
+      z3::solver s2(ctx);
+      s2.set(params);
+      for (unsigned i = 0; i < t->constraints.size(); ++i) s2.add(t->constraints[i]);
+      s2.add(!DeviceOccurs(ctx, from.tile_assignment(), t->device));
+      switch (s2.check()) {
+        case z3::sat:
+          return ProofResult::Refuted(
+              absl::StrCat("device ", ModelInt(s2.get_model(), t->device),
+                           " holds a tile under the result sharding but nothing "
+                           "under the operand sharding"));
+        case z3::unknown:
+          return ProofResult::Unknown(Reason(s2));
+        case z3::unsat:
+          break;
+      }
+    }
+    solver.add(f.device == t->device);
+    for (int64_t k = 0; k < rank; ++k) {
+      // A dropped dim keeps T_to of its T_from tiles: index / (T_from / T_to).
+      const int64_t factor = from.tile_assignment().dim(k) / to.tile_assignment().dim(k);
+      differs.push_back(is_dropped(k) ? t->index[k] != f.index[k] / ctx.int_val(factor)
+                                      : t->index[k] != f.index[k]);
+    }
+  } else {
+    for (int64_t k = 0; k < rank; ++k) {
+      if (!is_dropped(k)) differs.push_back(f.index[k] != 0);
+    }
+  }
+  if (differs.empty()) return ProofResult::Proved();
+  solver.add(z3::mk_or(differs));
+  switch (solver.check()) {
+    case z3::sat: {
+      const z3::model model = solver.get_model();
+      std::vector<int64_t> fi, ti, expected;
+      for (int64_t k = 0; k < rank; ++k) {
+        fi.push_back(ModelInt(model, f.index[k]));
+        const int64_t factor =
+            t.has_value() ? from.tile_assignment().dim(k) / to.tile_assignment().dim(k) : 0;
+        expected.push_back(is_dropped(k) ? (factor > 0 ? fi.back() / factor : 0) : fi.back());
+        ti.push_back(t.has_value() ? ModelInt(model, t->index[k]) : 0);
+      }
+      return ProofResult::Refuted(
+          absl::StrCat("device ", ModelInt(model, f.device), " holds tile ", Brackets(ti),
+                       " under the result sharding but tile ", Brackets(fi),
+                       " under the operand sharding (expected ", Brackets(expected), ")"));
+    }
+    case z3::unknown:
+      return ProofResult::Unknown(Reason(solver));
+    case z3::unsat:
+      break;
+  }
+  return ProofResult::Proved();
+}
+
+// The placement check by enumeration: every tile position of `to` (or of `from` when `to` is
+// replicated), smallest first.
+ProofResult EnumeratePlacement(const HloSharding& from, const HloSharding& to,
+                               const std::vector<int64_t>& dropped) {
+  const int64_t rank = from.TiledDataRank();
+  const TileAssignment& tf = from.tile_assignment();
+  auto is_dropped = [&](int64_t k) {
+    return std::find(dropped.begin(), dropped.end(), k) != dropped.end();
+  };
+  if (!to.IsTiled()) {
+    for (int64_t linear = 0; linear < tf.num_elements(); ++linear) {
+      const std::vector<int64_t> fi = MultiIndex(tf.dims(), linear);
+      for (int64_t k = 0; k < rank; ++k) {
+        if (is_dropped(k) || fi[k] == 0) continue;
+        std::vector<int64_t> expected(fi.begin(), fi.begin() + rank);
+        for (int64_t j = 0; j < rank; ++j) {
+          if (is_dropped(j)) expected[j] = 0;
+        }
+        return ProofResult::Refuted(
+            absl::StrCat("device ", tf.DeviceAtLinear(linear), " holds tile ",
+                         Brackets(std::vector<int64_t>(static_cast<size_t>(rank), 0)),
+                         " under the result sharding but tile ",
+                         Brackets(std::vector<int64_t>(fi.begin(), fi.begin() + rank)),
+                         " under the operand sharding (expected ", Brackets(expected), ")"));
+      }
+    }
+    return ProofResult::Proved();
+  }
+  const TileAssignment& tt = to.tile_assignment();
+  for (int64_t linear = 0; linear < tt.num_elements(); ++linear) {
+    const int64_t device = tt.DeviceAtLinear(linear);
+    if (!tf.LinearIndexOf(device).has_value()) {
+      return ProofResult::Refuted(absl::StrCat(
+          "device ", device,
+          " holds a tile under the result sharding but nothing under the operand sharding"));
+    }
+  }
+  for (int64_t linear = 0; linear < tt.num_elements(); ++linear) {
+    const int64_t device = tt.DeviceAtLinear(linear);
+    const std::vector<int64_t> ti = MultiIndex(tt.dims(), linear);
+    const std::vector<int64_t> fi = *tf.TileIndexOf(device);
+    std::vector<int64_t> expected;
+    bool differs = false;
+    for (int64_t k = 0; k < rank; ++k) {
+      const int64_t factor = tf.dim(k) / tt.dim(k);
+      expected.push_back(is_dropped(k) ? (factor > 0 ? fi[k] / factor : 0) : fi[k]);
+      differs |= expected.back() != ti[k];
+    }
+    if (differs) {
+      return ProofResult::Refuted(
+          absl::StrCat("device ", device, " holds tile ",
+                       Brackets(std::vector<int64_t>(ti.begin(), ti.begin() + rank)),
+                       " under the result sharding but tile ",
+                       Brackets(std::vector<int64_t>(fi.begin(), fi.begin() + rank)),
+                       " under the operand sharding (expected ", Brackets(expected), ")"));
+    }
+  }
+  return ProofResult::Proved();
 }
 
 struct Annotated {
@@ -229,7 +358,7 @@ class Checker {
       return;
     }
     const SourceTargetPairs pairs = instr.attrs().source_target_pairs.value_or(SourceTargetPairs{});
-    check.result = ProvePairs(in, out, pairs, options_.timeout_ms);
+    check.result = ProvePairs(in, out, pairs, Facts());
     check.detail = absl::StrCat(pairs.size(), " pairs move every tile to its holder");
   }
 
@@ -299,13 +428,12 @@ class Checker {
       return;
     }
     const int64_t group_dim = kept == 1 ? dim : dim + 1;
-    ProofResult g =
-        CheckGroups(*grouping, {group_dim}, groups, GroupOrder::kMembers, options_.timeout_ms);
+    ProofResult g = CheckGroups(*grouping, {group_dim}, groups, GroupOrder::kMembers, Facts());
     if (g.verdict != Verdict::kHolds) {
       check.result = WithPrefix(g, "groups: ");
       return;
     }
-    ProofResult p = ProvePlacement(split, whole, {dim}, options_.timeout_ms);
+    ProofResult p = ProvePlacement(split, whole, {dim}, Facts());
     if (p.verdict != Verdict::kHolds) {
       check.result = WithPrefix(p, "placement: ");
       return;
@@ -342,12 +470,12 @@ class Checker {
         return;
       }
     }
-    ProofResult g = CheckGroups(in, changed, groups, GroupOrder::kSets, options_.timeout_ms);
+    ProofResult g = CheckGroups(in, changed, groups, GroupOrder::kSets, Facts());
     if (g.verdict != Verdict::kHolds) {
       check.result = WithPrefix(g, "groups: ");
       return;
     }
-    ProofResult p = ProvePlacement(in, out, changed, options_.timeout_ms);
+    ProofResult p = ProvePlacement(in, out, changed, Facts());
     if (p.verdict != Verdict::kHolds) {
       check.result = WithPrefix(p, "placement: ");
       return;
@@ -391,12 +519,12 @@ class Checker {
                                                        " to dim ", target));
       return;
     }
-    ProofResult g = CheckGroups(in, {source}, groups, GroupOrder::kMembers, options_.timeout_ms);
+    ProofResult g = CheckGroups(in, {source}, groups, GroupOrder::kMembers, Facts());
     if (g.verdict != Verdict::kHolds) {
       check.result = WithPrefix(g, "groups (operand): ");
       return;
     }
-    ProofResult g2 = CheckGroups(out, {target}, groups, GroupOrder::kMembers, options_.timeout_ms);
+    ProofResult g2 = CheckGroups(out, {target}, groups, GroupOrder::kMembers, Facts());
     if (g2.verdict != Verdict::kHolds) {
       check.result = WithPrefix(g2, "groups (result): ");
       return;
@@ -449,6 +577,8 @@ class Checker {
         partitions_, " devices checked)");
   }
 
+  FactOptions Facts() const { return FactOptions{options_.timeout_ms, options_.procedure}; }
+
   const InstructionCheckOptions& options_;
   int64_t partitions_;
 };
@@ -491,7 +621,7 @@ std::optional<HloSharding> AnnotatedSharding(const HloInstruction& instruction,
 }
 
 ProofResult ProvePlacement(const HloSharding& from, const HloSharding& to,
-                           const std::vector<int64_t>& dropped, int64_t timeout_ms) {
+                           const std::vector<int64_t>& dropped, const FactOptions& options) {
   if (!from.IsTiled() || !(to.IsTiled() || to.IsReplicated())) {
     return ProofResult::Unknown("placement needs a tiled `from` and a tiled or replicated `to`");
   }
@@ -499,75 +629,18 @@ ProofResult ProvePlacement(const HloSharding& from, const HloSharding& to,
   if (to.IsTiled() && to.TiledDataRank() != rank) {
     return ProofResult::Unknown("the shardings have different data ranks");
   }
-  auto is_dropped = [&](int64_t k) {
-    return std::find(dropped.begin(), dropped.end(), k) != dropped.end();
-  };
-  z3::context ctx;
-  z3::solver solver(ctx);
-  z3::params params(ctx);
-  params.set("timeout", static_cast<unsigned>(std::clamp<int64_t>(timeout_ms, 1, 1 << 30)));
-  solver.set(params);
-  TileEncoding f = EncodeTileAssignment(ctx, from.tile_assignment(), "f", true);
-  for (unsigned i = 0; i < f.constraints.size(); ++i) solver.add(f.constraints[i]);
-  z3::expr_vector differs(ctx);
-  std::optional<TileEncoding> t;
-  if (to.IsTiled()) {
-    t = EncodeTileAssignment(ctx, to.tile_assignment(), "t", true);
-    for (unsigned i = 0; i < t->constraints.size(); ++i) solver.add(t->constraints[i]);
-    // Every device holding a tile under `to` holds one under `from`.
-    {
-      z3::solver s2(ctx);
-      s2.set(params);
-      for (unsigned i = 0; i < t->constraints.size(); ++i) s2.add(t->constraints[i]);
-      s2.add(!DeviceOccurs(ctx, from.tile_assignment(), t->device));
-      switch (s2.check()) {
-        case z3::sat:
-          return ProofResult::Refuted(
-              absl::StrCat("device ", ModelInt(s2.get_model(), t->device),
-                           " holds a tile under the result sharding but nothing "
-                           "under the operand sharding"));
-        case z3::unknown:
-          return ProofResult::Unknown(Reason(s2));
-        case z3::unsat:
-          break;
-      }
-    }
-    solver.add(f.device == t->device);
-    for (int64_t k = 0; k < rank; ++k) {
-      // A dropped dim keeps T_to of its T_from tiles: index / (T_from / T_to).
-      const int64_t factor = from.tile_assignment().dim(k) / to.tile_assignment().dim(k);
-      differs.push_back(is_dropped(k) ? t->index[k] != f.index[k] / ctx.int_val(factor)
-                                      : t->index[k] != f.index[k]);
-    }
-  } else {
-    for (int64_t k = 0; k < rank; ++k) {
-      if (!is_dropped(k)) differs.push_back(f.index[k] != 0);
-    }
-  }
-  if (differs.empty()) return ProofResult::Proved();
-  solver.add(z3::mk_or(differs));
-  switch (solver.check()) {
-    case z3::sat: {
-      const z3::model model = solver.get_model();
-      std::vector<int64_t> fi, ti, expected;
-      for (int64_t k = 0; k < rank; ++k) {
-        fi.push_back(ModelInt(model, f.index[k]));
-        const int64_t factor =
-            t.has_value() ? from.tile_assignment().dim(k) / to.tile_assignment().dim(k) : 0;
-        expected.push_back(is_dropped(k) ? (factor > 0 ? fi.back() / factor : 0) : fi.back());
-        ti.push_back(t.has_value() ? ModelInt(model, t->index[k]) : 0);
-      }
-      return ProofResult::Refuted(
-          absl::StrCat("device ", ModelInt(model, f.device), " holds tile ", Brackets(ti),
-                       " under the result sharding but tile ", Brackets(fi),
-                       " under the operand sharding (expected ", Brackets(expected), ")"));
-    }
-    case z3::unknown:
-      return ProofResult::Unknown(Reason(solver));
-    case z3::unsat:
-      break;
-  }
-  return ProofResult::Proved();
+  return DecideFact(
+      options,
+      from.tile_assignment().num_elements() +
+          (to.IsTiled() ? to.tile_assignment().num_elements() : 0),
+      absl::StrCat(from.tile_assignment().num_elements(), " tile positions"), "placement",
+      [&] { return EnumeratePlacement(from, to, dropped); },
+      [&] { return Z3Placement(from, to, dropped, options.timeout_ms); });
+}
+
+ProofResult ProvePlacement(const HloSharding& from, const HloSharding& to,
+                           const std::vector<int64_t>& dropped, int64_t timeout_ms) {
+  return ProvePlacement(from, to, dropped, FactOptions{timeout_ms, Procedure::kAuto});
 }
 
 absl::StatusOr<std::vector<InstructionCheck>> CheckCollectiveInstructions(

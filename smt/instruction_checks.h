@@ -40,6 +40,7 @@ namespace spmdcheck::smt {
 struct InstructionCheckOptions {
   int64_t num_partitions = 0;  // 0: the module's num_partitions.
   int64_t timeout_ms = kDefaultTimeoutMs;
+  Procedure procedure = Procedure::kAuto;  // For the group, pair and placement facts.
   // The module's source text, for `// ... sharding={...}` comments (optional).
   std::string source_text;
 };
@@ -67,6 +68,8 @@ std::optional<HloSharding> AnnotatedSharding(const HloInstruction& instruction,
 // Every device's data tile under `to` equals its data tile under `from`, except along the data
 // dims in `dropped`, where `to` keeps T_to of the T_from tiles: index_to = index_from / (T_from /
 // T_to) (0 when `to` does not split the dim). Devices of `to` must hold a tile under `from`.
+ProofResult ProvePlacement(const HloSharding& from, const HloSharding& to,
+                           const std::vector<int64_t>& dropped, const FactOptions& options);
 ProofResult ProvePlacement(const HloSharding& from, const HloSharding& to,
                            const std::vector<int64_t>& dropped, int64_t timeout_ms);
 

@@ -15,13 +15,16 @@ struct ProofResult {
   Verdict verdict = Verdict::kUnknown;
   std::string counterexample;  // Set when refuted.
   std::string reason;          // Set when unknown.
+  // Which procedure decided it (`enumeration`, `Z3`) and, when both ran, their times; empty when
+  // not recorded. Printed by the CLI on its own line (`decided by: ...`).
+  std::string procedure;
 
-  static ProofResult Proved() { return {Verdict::kHolds, "", ""}; }
+  static ProofResult Proved() { return {Verdict::kHolds, "", "", ""}; }
   static ProofResult Refuted(std::string counterexample) {
-    return {Verdict::kFails, std::move(counterexample), ""};
+    return {Verdict::kFails, std::move(counterexample), "", ""};
   }
   static ProofResult Unknown(std::string reason) {
-    return {Verdict::kUnknown, "", std::move(reason)};
+    return {Verdict::kUnknown, "", std::move(reason), ""};
   }
 };
 

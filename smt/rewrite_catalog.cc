@@ -18,6 +18,7 @@
 #include "smt/rewrite_expr.h"
 #include "smt/rewrite_rules.h"
 #include "smt/rewrite_semantics.h"
+#include "smt/z3_guard.h"
 
 namespace spmdcheck::smt {
 namespace {
@@ -130,19 +131,13 @@ struct InstanceResult {
   std::optional<RewriteCounterexample> counterexample;
 };
 
-std::string Reason(z3::solver& solver) {
-  const std::string why = solver.reason_unknown();
-  if (why.find("timeout") != std::string::npos || why.find("canceled") != std::string::npos) {
-    return absl::StrCat("Z3 timed out (", why, ")");
-  }
-  return absl::StrCat("Z3 gave up (", why, ")");
-}
+std::string Reason(z3::solver& solver) { return Z3UnknownReason(solver.reason_unknown()); }
 
 // Proves forall device, index: lhs == rhs on one mesh (constant or symbolic
 // sizes).
-InstanceResult CheckSides(const MeshModel& mesh, const std::vector<int>& axes,
-                          const RuleSides& sides, const std::vector<Expr>& assumptions,
-                          int64_t timeout_ms) {
+InstanceResult CheckSidesUnguarded(const MeshModel& mesh, const std::vector<int>& axes,
+                                   const RuleSides& sides, const std::vector<Expr>& assumptions,
+                                   int64_t timeout_ms) {
   InstanceResult out;
   if (!sides.lhs.error.empty() || !sides.rhs.error.empty()) {
     out.result = ProofResult::Unknown(sides.lhs.error.empty() ? sides.rhs.error : sides.lhs.error);
@@ -285,6 +280,17 @@ InstanceResult CheckSides(const MeshModel& mesh, const std::vector<int>& axes,
   return out;
 }
 
+InstanceResult CheckSides(const MeshModel& mesh, const std::vector<int>& axes,
+                          const RuleSides& sides, const std::vector<Expr>& assumptions,
+                          int64_t timeout_ms) {
+  std::string reason;
+  std::optional<InstanceResult> r = GuardZ3Value<InstanceResult>("a rewrite rule", &reason, [&] {
+    return CheckSidesUnguarded(mesh, axes, sides, assumptions, timeout_ms);
+  });
+  if (r.has_value()) return *std::move(r);
+  return InstanceResult{ProofResult::Unknown(reason), std::nullopt};
+}
+
 RuleSides BuildConcrete(const RuleDef& rule, const std::vector<int64_t>& mesh,
                         const std::vector<int>& axes) {
   RuleContext ctx(ConstMesh(mesh), axes, /*symbolic=*/false);
@@ -402,8 +408,13 @@ std::vector<std::string> RewriteRuleNames() {
 }
 
 std::vector<RuleReport> CheckRewriteCatalog(const CatalogOptions& options) {
+  return CheckRules(rw::RewriteRules(), options);
+}
+
+std::vector<RuleReport> CheckRules(const std::vector<rw::RuleDef>& rules,
+                                   const CatalogOptions& options) {
   std::vector<RuleReport> reports;
-  for (const RuleDef& rule : rw::RewriteRules()) {
+  for (const RuleDef& rule : rules) {
     if (!options.rule.empty() && rule.name != options.rule) continue;
     reports.push_back(CheckRule(rule, options));
   }

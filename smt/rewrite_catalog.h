@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "smt/proof_result.h"
 #include "smt/rewrite_expr.h"
+#include "smt/rewrite_rules.h"
 
 namespace spmdcheck::smt {
 
@@ -65,6 +66,11 @@ std::vector<std::string> RewriteRuleNames();
 
 // Checks every rule (or options.rule). Unknown rule names give an empty vector.
 std::vector<RuleReport> CheckRewriteCatalog(const CatalogOptions& options);
+
+// Checks `rules` (e.g. a user's rule file, smt/rule_language.h) exactly as the catalog's rules
+// are checked (or only options.rule).
+std::vector<RuleReport> CheckRules(const std::vector<rw::RuleDef>& rules,
+                                   const CatalogOptions& options);
 
 // Both sides of a rule at one concrete point (mesh, axes, device id, local
 // index), as linear forms over the inputs: lets a caller re-check a

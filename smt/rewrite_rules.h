@@ -1,6 +1,6 @@
-// The rule templates of the rewrite catalog (rewrite_rules.cc): each builds its
-// two sides over a mesh (constant sizes when enumerated, variables when proved
-// parametrically) and a choice of mesh axes.
+// The rules of the rewrite catalog: each builds its two sides over a mesh (constant sizes when
+// enumerated, variables when proved parametrically) and a choice of mesh axes. The built-in ones
+// are written in the rule language (smt/rule_language.h) in smt/rules/*.rules.
 #ifndef SPMDCHECK_SMT_REWRITE_RULES_H_
 #define SPMDCHECK_SMT_REWRITE_RULES_H_
 
@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "smt/rewrite_expr.h"
 #include "smt/rewrite_semantics.h"
 
@@ -57,9 +58,13 @@ struct RuleDef {
   // empty).
   std::function<bool(const std::vector<int64_t>& mesh, const std::vector<int>& axes)> applies;
   std::function<RuleSides(RuleContext&)> build;
+  std::string source;  // The rule's text (smt/rule_language.h), for users to read.
 };
 
+// The built-in catalog, parsed from its rule files (smt/rules/*.rules, embedded). A file that
+// does not parse is left out and reported by BuiltinRulesStatus (a test keeps it OK).
 const std::vector<RuleDef>& RewriteRules();
+absl::Status BuiltinRulesStatus();
 
 }  // namespace spmdcheck::smt::rw
 

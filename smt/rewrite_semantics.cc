@@ -218,7 +218,7 @@ Dist AllToAll(const Dist& v, const Groups& g, int split_dim, int concat_dim) {
   // division.
   const Expr total = v.shape[split_dim];
   Expr chunk = Div(total, g.size);
-  if (total->op == Op::kMul && total->args[0] == g.size) chunk = total->args[1];
+  if (total->op == Op::kMul && Same(total->args[0], g.size)) chunk = total->args[1];
   if (split_dim == concat_dim) {
     out.at = [v, g, split_dim, chunk](const Device& d, const Index& i) {
       // Position i along the dim: chunk from sender i / chunk, the sender's

@@ -107,6 +107,18 @@ expect 2 "has 4 devices but the module has 8" -- "$bin" explain "$src/corpus/exp
 expect 2 "--mesh expects NAME=SIZE" -- "$bin" explain "$src/corpus/explain/gpipe.hlo" --mesh a
 expect 2 "bad.hlo:3:13" -- "$bin" explain "$tmp/bad.hlo"
 expect 2 "no such file" -- "$bin" explain "$tmp/missing.hlo"
+# Issue 14: procedures, rule files, inference, JAX hints.
+expect 0 "decided by: enumeration over 4 groups of 2" -- "$bin" prove groups --sharding '{devices=[2,2,2]<=[8]}' --dims 1 --groups '{{0,2},{1,3},{4,6},{5,7}}'
+expect 2 "--procedure must be" -- "$bin" prove sharding '{devices=[2]<=[2]}' --procedure fast
+expect 0 "1/1 sound rules proved, 1/1 wrong variants refuted" -- "$bin" prove rule "$src/corpus/rules/permute_after_gather.rules" --max-devices 8
+expect 2 "bad.rules:8:18: error: unknown name 'd'" -- "$bin" prove rule "$src/corpus/rules/bad.rules"
+expect 2 "unknown rule 'nope'; rules: drop-permute-after-gather" -- "$bin" prove rule "$src/corpus/rules/permute_after_gather.rules" --rule nope
+expect 0 "rule ag-ag-fuse" -- "$bin" prove rewrites --show ag-ag-fuse
+sed -E '/parameter\(/!s/, sharding=\{[^}]*\}//' "$src/corpus/lint/wasteful/03_two_permutes.hlo" > "$tmp/bare.hlo"
+expect 1 "proved [consecutive-permutes]" -- "$bin" lint "$tmp/bare.hlo"
+expect 0 "collective-permute.2: {devices=[8,1]3,4,5,6,7,0,1,2}" -- "$bin" lint "$tmp/bare.hlo" --holdings
+expect 0 "0 chain(s) examined" -- "$bin" lint "$tmp/bare.hlo" --no-infer
+expect 2 "--mesh" -- "$bin" lint "$tmp/bare.hlo" --mesh data=3
 if [ -d "$shared/cases/seed-scatter" ]; then
   expect 0 "intra-op plus 4 pipeline stages over pipeline (data parallel over data, tensor/model parallel over model)" -- "$bin" explain "$shared/cases/seed-scatter/gspmd.hlo" --mesh data=2,pipeline=4,model=8 --global "$shared/cases/seed-scatter/pre.hlo"
   "$bin" explain "$shared/cases/seed-scatter/gspmd.hlo" --format json > "$tmp/seed-explain.json"
@@ -114,6 +126,11 @@ if [ -d "$shared/cases/seed-scatter" ]; then
   expect 0 "proved" -- "$bin" prove chain "$shared/cases/seed-scatter/gspmd.hlo"
   expect 1 "refuted" -- "$bin" prove equiv-chain "$shared/cases/seed-scatter/simplified.hlo" "$shared/cases/seed-scatter/gspmd.hlo"
   expect 0 "4 proved" -- "$bin" prove instructions "$shared/cases/seed-scatter/gspmd.hlo"
+  sed 's/{8,16},{9,17}/{8,24},{9,17}/; s/{40,24}/{40,16}/' "$shared/cases/seed-scatter/gspmd.hlo" > "$tmp/permute.hlo"
+  expect 3 "is a guess" -- "$bin" prove chain "$tmp/permute.hlo"
+  expect 1 "the global program gives param[0,0,0,8,0]" -- "$bin" prove chain "$tmp/permute.hlo" --global "$shared/cases/seed-scatter/pre.hlo"
+  expect 1 "1 refuted" -- "$bin" prove instructions "$tmp/permute.hlo" --global "$shared/cases/seed-scatter/pre.hlo"
+  expect 1 "P(None, 'data', 'model', None)" -- "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo" --mesh data=2,pipeline=4,model=8
   expect 0 "max bytes received per device: 480" -- "$bin" check "$shared/cases/seed-scatter/pre.hlo" --stats
   expect 0 "verdict: holds" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/gspmd.hlo"
   expect 1 "wrong on 48 of 64 devices" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo"

@@ -65,7 +65,7 @@ LintReport MakeReport() {
       "HloModule chain\n\nENTRY e {\n  p = f32[8,16] parameter(0)\n"
       "  ROOT a = f32[8,16] all-to-all(p), dimensions={0}\n}\n";
   proved.proof = "proved: every device gets the same values\nz3: unsat in 12 ms";
-  proved.cause = ShardingCause{"copy.428", "x", "{devices=[8,1]<=[8]}", "{devices=[1,8]<=[8]}"};
+  proved.cause = ShardingCause{"copy.428", "x", "{devices=[8,1]<=[8]}", "{devices=[1,8]<=[8]}", ""};
   report.findings.push_back(proved);
 
   Finding unproven;
@@ -178,14 +178,15 @@ TEST(LintReportTest, JsonParsesAndReserialisesIdentically) {
 TEST(LintReportTest, JsonHasTheDocumentedKeysAndValues) {
   const LintReport report = MakeReport();
   const std::string path = WriteTempFile("report.json", FormatJson(report));
-  EXPECT_EQ(PythonEval(path, "','.join(d)"), "path,num_partitions,chains,findings,notes,summary");
+  EXPECT_EQ(PythonEval(path, "','.join(d)"),
+            "path,num_partitions,chains,findings,notes,inference,summary");
   EXPECT_EQ(PythonEval(path, "','.join(d['findings'][0])"),
             "status,rule,message,instructions,location,global_meaning,current,proposed,"
             "current_topology,proposed_topology,proposed_hlo,proof,catalog_rule,cause");
   EXPECT_EQ(PythonEval(path, "','.join(d['findings'][0]['current'])"),
             "collectives,collective_permutes,max_recv_bytes,max_send_bytes");
   EXPECT_EQ(PythonEval(path, "','.join(d['findings'][0]['cause'])"),
-            "instruction,holds,sharding,better_sharding");
+            "instruction,holds,sharding,better_sharding,jax");
   EXPECT_EQ(PythonEval(path, "','.join(d['findings'][0]['location'])"), "first_line,last_line");
 
   // Strings come back exactly as they went in.
@@ -252,6 +253,11 @@ TEST(LintReportTest, EmptyReportJson) {
             "  \"chains\": 0,\n"
             "  \"findings\": [],\n"
             "  \"notes\": [],\n"
+            "  \"inference\": {\n"
+            "    \"unannotated\": 0,\n"
+            "    \"holdings\": [],\n"
+            "    \"claims\": []\n"
+            "  },\n"
             "  \"summary\": {\n"
             "    \"proved\": 0,\n"
             "    \"unproven\": 0,\n"

@@ -16,6 +16,7 @@
 #include "ir/tile_assignment.h"
 #include "smt/device_algebra.h"
 #include "smt/proof_result.h"
+#include "tests/random_factors.h"
 
 namespace spmdcheck::smt {
 namespace {
@@ -135,20 +136,7 @@ TEST(ProvePairsTest, WrongPairsRefuted) {
 
 // ------------------------------------------------------------- brute-force cross-check
 
-std::vector<int64_t> RandomFactors(int64_t n) {
-  std::vector<int64_t> factors;
-  while (n > 1) {
-    std::vector<int64_t> divisors;
-    for (int64_t d = 2; d <= n; ++d) {
-      if (n % d == 0) divisors.push_back(d);
-    }
-    const int64_t d = *rc::gen::elementOf(divisors);
-    factors.push_back(d);
-    n /= d;
-  }
-  if (factors.empty()) factors.push_back(1);
-  return factors;
-}
+using test_support::RandomFactors;
 
 TileAssignment RandomIota() {
   const int64_t n = *rc::gen::elementOf(std::vector<int64_t>{2, 4, 6, 8, 12, 16, 24, 32, 64});

@@ -61,6 +61,7 @@ int RunProve(const std::vector<std::string>& args, std::ostream& out, std::ostre
 int RunProveRewrites(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunProveInstructions(const std::vector<std::string>& args, std::ostream& out,
                          std::ostream& err);
+int RunProveRule(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunPartition(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunCheck(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunReshard(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

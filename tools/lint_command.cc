@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "ir/hlo_module.h"
+#include "lint/jax_hint.h"
 #include "lint/lint.h"
 #include "lint/topology.h"
 #include "tools/cli.h"
@@ -19,6 +20,7 @@ namespace {
 
 constexpr char kLintHelp[] = R"(usage: spmdcheck lint FILE [--num-partitions N] [--global PRE.hlo]
                       [--topology SPEC] [--format text|json|sarif] [--timeout-ms MS]
+                      [--mesh NAME=N,...] [--holdings] [--no-infer]
 
 Reads a partitioned module (an XLA dump after SPMD partitioning, or `spmdcheck partition`
 output), splits it into chains of data movement and collectives between values with known
@@ -35,15 +37,22 @@ values. Chains that do not implement their own sharding annotations are reported
   --timeout-ms MS      per proof (default 20000); a timeout makes a finding `unproven`
   --html FILE          also write a page: each chain before and after between device groups,
                        both costs, the hint, the proof
+  --mesh NAME=N,...    the named device mesh (e.g. data=2,model=4, devices row-major): hints
+                       also name the JAX constraint, with_sharding_constraint(x,
+                       NamedSharding(mesh, P(...))); default: a mesh the module names
+  --holdings           print what each unannotated value holds (the inferred shardings, each
+                       proved) and how the annotations compare, instead of the findings
+  --no-infer           read only the module's own annotations (no inference)
 Exit codes: 0 no proved finding, 1 a proved finding or an incorrect chain, 2 bad input.
 )";
 
 }  // namespace
 
 int RunLint(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(
-      argv, {"--num-partitions", "--global", "--topology", "--format", "--timeout-ms", "--html"},
-      {"--help"});
+  absl::StatusOr<Args> args = Args::Parse(argv,
+                                          {"--num-partitions", "--global", "--topology", "--format",
+                                           "--timeout-ms", "--html", "--mesh"},
+                                          {"--help", "--holdings", "--no-infer"});
   if (!args.ok()) return BadInput(err, "lint", args.status().message());
   if (args->Has("--help")) {
     out << kLintHelp;
@@ -90,9 +99,25 @@ int RunLint(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     if (!topology.ok()) return BadInput(err, "lint", topology.status().message());
     options.topology = *std::move(topology);
   }
+  options.infer = !args->Has("--no-infer");
+  if (std::optional<std::string> mesh_text = args->Get("--mesh")) {
+    absl::StatusOr<Mesh> mesh = lint::ParseMeshFlag(*mesh_text);
+    if (!mesh.ok()) return BadInput(err, "lint", absl::StrCat("--mesh: ", mesh.status().message()));
+    if (mesh->num_devices() != options.num_partitions) {
+      return BadInput(err, "lint",
+                      absl::StrCat("--mesh ", *mesh_text, " has ", mesh->num_devices(),
+                                   " devices; the module has ", options.num_partitions));
+    }
+    options.mesh = *std::move(mesh);
+  }
+  options.holdings_only = args->Has("--holdings");
   absl::StatusOr<lint::LintReport> report = lint::LintModule(**module, *text, options);
   if (!report.ok()) return BadInput(err, "lint", report.status().message());
   report->path = path;
+  if (args->Has("--holdings")) {
+    out << lint::FormatHoldings(*report);
+    return kExitHolds;
+  }
   if (std::optional<std::string> html = args->Get("--html")) {
     absl::Status written = viz::WriteLintPage(*html, *report, **module);
     if (!written.ok()) return BadInput(err, "lint", written.message());

@@ -19,11 +19,13 @@
 #include "ir/hlo_parser.h"
 #include "ir/replica_groups.h"
 #include "ir/sharding.h"
+#include "lint/global_program.h"
 #include "smt/chain_prover.h"
 #include "smt/device_algebra.h"
 #include "smt/proof_result.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
+#include "tools/prove_flags.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -40,28 +42,50 @@ verbs:
   groups --sharding S --dims D,D,... --groups G
                                     G ({{0,1},{2,3}} or [2,4]<=[4,2]T(1,0)) is exactly the
                                     grouping along those tile dims, in order
+                                    (any of S, G, S1, S2, P may be @FILE)
   pairs --from S1 --to S2 --pairs {{s,t},...}
                                     the pairs move every data tile from its holder under S1
                                     to its holder under S2
-  chain FILE [--from X] [--to Y] [--num-partitions N]
+  chain FILE [--from X] [--to Y] [--num-partitions N] [--global PRE.hlo]
                                     the instructions from X (default: the entry parameters) to
                                     Y (default: the root) of a partitioned module move data
                                     exactly as the sharding= annotations of X and Y require,
-                                    for every device, local index and input value
+                                    for every device, local index and input value; with
+                                    --global, they give every device what the global program's
+                                    ops give it (values matched by `// holds=` or name)
   equiv-chain A B [--from X] [--to Y] [--num-partitions N]
                                     the two chains give every device the same values
+  instructions FILE, rewrites, rule FILE
+                                    see `spmdcheck prove <verb> --help`
   --timeout-ms MS                   per Z3 query (chain, equiv-chain: the whole search;
                                     default 10000); a timeout is `unknown`
-Prints `proved`, `refuted: <counterexample>` or `unknown: <reason>`.
+  --procedure auto|enumerate|z3|both
+                                    sharding, same, groups, pairs: decide by enumerating every
+                                    tile position (the device count is concrete), by Z3, or
+                                    both (they must agree; both times printed). auto (default)
+                                    enumerates up to 2^24 positions and asks Z3 beyond.
+Prints `proved`, `refuted: <counterexample>` or `unknown: <reason>`; sharding, same, groups and
+pairs add `decided by: <procedure> (<time>)`.
 Exit code: 0 proved, 1 refuted, 2 bad input, 3 unknown.
 )";
 
 absl::Status Invalid(absl::string_view message) { return absl::InvalidArgumentError(message); }
 
-absl::StatusOr<HloSharding> ShardingFlag(const Args& args, absl::string_view flag) {
+// A flag's value, or the contents of FILE for `@FILE` (device lists of V1 dumps are longer than
+// a command-line argument may be).
+absl::StatusOr<std::optional<std::string>> FlagText(const Args& args, absl::string_view flag) {
   std::optional<std::string> text = args.Get(flag);
-  if (!text.has_value()) return Invalid(absl::StrCat("missing ", flag, " SHARDING"));
-  return ParseSharding(*text);
+  if (!text.has_value() || text->empty() || (*text)[0] != '@') return text;
+  absl::StatusOr<std::string> contents = ReadFile(text->substr(1));
+  if (!contents.ok()) return contents.status();
+  return std::optional<std::string>(*std::move(contents));
+}
+
+absl::StatusOr<HloSharding> ShardingFlag(const Args& args, absl::string_view flag) {
+  absl::StatusOr<std::optional<std::string>> text = FlagText(args, flag);
+  if (!text.ok()) return text.status();
+  if (!text->has_value()) return Invalid(absl::StrCat("missing ", flag, " SHARDING"));
+  return ParseSharding(**text);
 }
 
 absl::StatusOr<std::vector<int64_t>> ParseDims(absl::string_view text, int64_t rank) {
@@ -102,6 +126,7 @@ absl::StatusOr<SourceTargetPairs> ParsePairs(absl::string_view text) {
 
 int Report(const smt::ProofResult& result, std::ostream& out) {
   out << smt::FormatProofResult(result) << "\n";
+  if (!result.procedure.empty()) out << "decided by: " << result.procedure << "\n";
   return VerdictExitCode(result.verdict);
 }
 
@@ -147,6 +172,18 @@ int RunChainVerb(const std::string& verb, const Args& args, int64_t timeout, std
   if (verb == "equiv-chain") {
     return Report(smt::ProveEquivChain(*modules[0], *modules[1], options), out);
   }
+  if (std::optional<std::string> global_path = args.Get("--global")) {
+    absl::StatusOr<std::unique_ptr<HloModule>> global = LoadVerifiedModule(*global_path, err);
+    if (!global.ok()) return BadInput(err, kCommand, global.status().message());
+    absl::StatusOr<std::string> text = ReadFile(pos[0]);
+    if (!text.ok()) return BadInput(err, kCommand, text.status().message());
+    std::string checked;
+    const smt::ProofResult result =
+        lint::ProveChainAgainstGlobal(*modules[0], *text, **global, options, &checked);
+    const int code = Report(result, out);
+    if (!checked.empty()) out << "checked: " << checked << "\n";
+    return code;
+  }
   const smt::ProofResult result = smt::ProveChain(*modules[0], options);
   const int code = Report(result, out);
   if (result.verdict != Verdict::kUnknown) {
@@ -171,7 +208,10 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   const std::vector<std::string> verb_args(argv.begin() + 1, argv.end());
   if (verb == "rewrites") return RunProveRewrites(verb_args, out, err);
   if (verb == "instructions") return RunProveInstructions(verb_args, out, err);
+  if (verb == "rule") return RunProveRule(verb_args, out, err);
   std::set<std::string> value_flags = {"--timeout-ms"};
+  const bool is_fact = verb == "sharding" || verb == "same" || verb == "groups" || verb == "pairs";
+  if (is_fact) value_flags.insert("--procedure");
   if (verb == "sharding") {
     value_flags.insert("--num-partitions");
   } else if (verb == "groups") {
@@ -180,11 +220,12 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     value_flags.insert({"--from", "--to", "--pairs"});
   } else if (verb == "chain" || verb == "equiv-chain") {
     value_flags.insert({"--from", "--to", "--num-partitions"});
+    if (verb == "chain") value_flags.insert("--global");
   } else if (verb != "same") {
     BadInput(err, kCommand,
              absl::StrCat("unknown verb '", verb,
                           "' (expected sharding, same, groups, pairs, chain, equiv-chain, "
-                          "instructions or rewrites)"));
+                          "instructions, rewrites or rule)"));
     err << kProveHelp;
     return kExitBadInput;
   }
@@ -199,6 +240,11 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   if (*timeout <= 0) return BadInput(err, kCommand, "--timeout-ms must be positive");
   if (verb == "chain" || verb == "equiv-chain")
     return RunChainVerb(verb, *args, *timeout, out, err);
+  smt::FactOptions facts;
+  facts.timeout_ms = *timeout;
+  absl::StatusOr<smt::Procedure> procedure = ProcedureFlag(*args);
+  if (!procedure.ok()) return BadInput(err, kCommand, procedure.status().message());
+  facts.procedure = *procedure;
   const std::vector<std::string>& pos = args->positional();
   const size_t want_positional = verb == "sharding" ? 1 : verb == "same" ? 2 : 0;
   if (pos.size() != want_positional) {
@@ -215,14 +261,14 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     if (args->Has("--num-partitions") && *n <= 0) {
       return BadInput(err, kCommand, "--num-partitions must be positive");
     }
-    return Report(smt::ProveSharding(*s, *n, *timeout), out);
+    return Report(smt::ProveSharding(*s, *n, facts), out);
   }
   if (verb == "same") {
     absl::StatusOr<HloSharding> a = ParseSharding(pos[0]);
     if (!a.ok()) return BadInput(err, kCommand, a.status().message());
     absl::StatusOr<HloSharding> b = ParseSharding(pos[1]);
     if (!b.ok()) return BadInput(err, kCommand, b.status().message());
-    return Report(smt::ProveSame(*a, *b, *timeout), out);
+    return Report(smt::ProveSame(*a, *b, facts), out);
   }
   if (verb == "groups") {
     absl::StatusOr<HloSharding> s = ShardingFlag(*args, "--sharding");
@@ -232,7 +278,9 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
                       absl::StrCat("groups needs a tiled sharding, not ", s->ToString(false)));
     }
     std::optional<std::string> dims_text = args->Get("--dims");
-    std::optional<std::string> groups_text = args->Get("--groups");
+    absl::StatusOr<std::optional<std::string>> groups_flag = FlagText(*args, "--groups");
+    if (!groups_flag.ok()) return BadInput(err, kCommand, groups_flag.status().message());
+    const std::optional<std::string>& groups_text = *groups_flag;
     if (!dims_text.has_value() || !groups_text.has_value()) {
       return BadInput(err, kCommand, "groups needs --dims D,D,... and --groups G");
     }
@@ -241,18 +289,20 @@ int RunProve(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     if (!dims.ok()) return BadInput(err, kCommand, dims.status().message());
     absl::StatusOr<ReplicaGroups> groups = ParseReplicaGroups(*groups_text);
     if (!groups.ok()) return BadInput(err, kCommand, groups.status().message());
-    return Report(smt::ProveGroups(*s, *dims, *groups, *timeout), out);
+    return Report(smt::ProveGroups(*s, *dims, *groups, facts), out);
   }
   // pairs
   absl::StatusOr<HloSharding> from = ShardingFlag(*args, "--from");
   if (!from.ok()) return BadInput(err, kCommand, from.status().message());
   absl::StatusOr<HloSharding> to = ShardingFlag(*args, "--to");
   if (!to.ok()) return BadInput(err, kCommand, to.status().message());
-  std::optional<std::string> pairs_text = args->Get("--pairs");
+  absl::StatusOr<std::optional<std::string>> pairs_flag = FlagText(*args, "--pairs");
+  if (!pairs_flag.ok()) return BadInput(err, kCommand, pairs_flag.status().message());
+  const std::optional<std::string>& pairs_text = *pairs_flag;
   if (!pairs_text.has_value()) return BadInput(err, kCommand, "pairs needs --pairs {{s,t},...}");
   absl::StatusOr<SourceTargetPairs> pairs = ParsePairs(*pairs_text);
   if (!pairs.ok()) return BadInput(err, kCommand, pairs.status().message());
-  return Report(smt::ProvePairs(*from, *to, *pairs, *timeout), out);
+  return Report(smt::ProvePairs(*from, *to, *pairs, facts), out);
 }
 
 }  // namespace spmdcheck::cli

@@ -3,16 +3,22 @@
 // (smt/instruction_checks.h). One line per collective.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "ir/hlo_module.h"
+#include "lint/chains.h"
+#include "lint/global_program.h"
+#include "lint/inference.h"
+#include "smt/chain_prover.h"
 #include "smt/device_algebra.h"
 #include "smt/instruction_checks.h"
 #include "smt/proof_result.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
+#include "tools/prove_flags.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -21,12 +27,18 @@ constexpr char kCommand[] = "prove instructions";
 
 constexpr char kHelp[] =
     R"(usage: spmdcheck prove instructions FILE [--num-partitions N] [--timeout-ms MS]
+                                       [--procedure auto|enumerate|z3|both] [--global PRE.hlo]
 
 Checks every collective (all-gather, all-reduce, reduce-scatter, all-to-all, collective-permute,
 collective-broadcast) of a partitioned module against the shardings annotated on its operand and
-its result: `sharding=` attributes, or `// ... sharding={...}` comments on the instruction's line.
+its result: `sharding=` attributes, or `// ... sharding={...}` comments on the instruction's line,
+else the sharding inferred from the parameters' (as `lint --holdings` shows; --no-infer: none).
 Groups are proved against the groups the operand/result sharding implies along the changed tile
 dims, pairs against the two tile assignments, and the dimension against the changed dim.
+Group, pair and placement facts are decided by enumeration (auto, the default) or Z3
+(--procedure, as for `prove groups`).
+With --global, every chain of data movement (as `lint` splits them) is also proved against the
+global program's ops (`prove chain --global`), one `chain SOURCE -> END` line each.
 One line per collective: NAME (line L): proved | refuted: ... | unknown: ...
 Exit code: 0 all proved, 1 some refuted, 2 bad input, 3 some unknown (none refuted).
 )";
@@ -35,7 +47,9 @@ Exit code: 0 all proved, 1 some refuted, 2 bad input, 3 some unknown (none refut
 
 int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out,
                          std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(argv, {"--num-partitions", "--timeout-ms"}, {"--help"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv, {"--num-partitions", "--timeout-ms", "--procedure", "--global"},
+                  {"--help", "--no-infer"});
   if (!args.ok()) return BadInput(err, kCommand, args.status().message());
   if (args->Has("--help")) {
     out << kHelp;
@@ -60,12 +74,25 @@ int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
   if (!module.ok()) return BadInput(err, kCommand, module.status().message());
 
+  // Operands and results without an annotation get the inferred sharding (lint/inference.h).
+  std::unique_ptr<HloModule> inferred;
+  if (!args->Has("--no-infer")) {
+    lint::InferenceOptions inference;
+    inference.num_partitions = *partitions;
+    inference.timeout_ms = *timeout;
+    absl::StatusOr<lint::Inference> result = lint::InferHoldings(**module, *text, inference);
+    if (result.ok()) inferred = std::move(result->module);
+  }
+  const HloModule* checked = inferred != nullptr ? inferred.get() : module->get();
   smt::InstructionCheckOptions options;
   options.num_partitions = *partitions;
   options.timeout_ms = *timeout;
   options.source_text = *text;
+  absl::StatusOr<smt::Procedure> procedure = ProcedureFlag(*args);
+  if (!procedure.ok()) return BadInput(err, kCommand, procedure.status().message());
+  options.procedure = *procedure;
   absl::StatusOr<std::vector<smt::InstructionCheck>> checks =
-      smt::CheckCollectiveInstructions(**module, options);
+      smt::CheckCollectiveInstructions(*checked, options);
   if (!checks.ok()) {
     out << "unknown: " << checks.status().message() << "\n";
     return kExitUnknown;
@@ -90,6 +117,31 @@ int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out
   }
   out << absl::StrCat("summary: ", checks->size(), " collectives: ", proved, " proved, ", refuted,
                       " refuted, ", unknown, " unknown\n");
+  if (std::optional<std::string> global_path = args->Get("--global")) {
+    absl::StatusOr<std::unique_ptr<HloModule>> global = LoadVerifiedModule(*global_path, err);
+    if (!global.ok()) return BadInput(err, kCommand, global.status().message());
+    const int64_t p = *partitions > 0 ? *partitions : (*module)->num_partitions();
+    int chains = 0, chains_proved = 0, chains_refuted = 0;
+    for (const lint::Chain& chain : lint::SplitIntoChains(**module).chains) {
+      smt::ChainProofOptions chain_options;
+      chain_options.from = chain.source->name();
+      chain_options.to = chain.end->name();
+      chain_options.num_partitions = p;
+      chain_options.timeout_ms = *timeout;
+      const smt::ProofResult r =
+          lint::ProveChainAgainstGlobal(**module, *text, **global, chain_options, nullptr);
+      out << "chain " << chain.source->name() << " -> " << chain.end->name()
+          << " (against --global): " << smt::FormatProofResult(r) << "\n";
+      ++chains;
+      if (r.verdict == Verdict::kHolds) ++chains_proved;
+      if (r.verdict == Verdict::kFails) ++chains_refuted;
+    }
+    out << absl::StrCat("summary: ", chains, " chains against --global: ", chains_proved,
+                        " proved, ", chains_refuted, " refuted, ",
+                        chains - chains_proved - chains_refuted, " unknown\n");
+    refuted += chains_refuted;
+    unknown += chains - chains_proved - chains_refuted;
+  }
   if (refuted > 0) return kExitFails;
   if (unknown > 0) return kExitUnknown;
   return kExitHolds;
