@@ -126,13 +126,14 @@ std::string CampaignReport::ToString() const {
   if (times.Total() > 0) {
     const double total = times.Total();
     auto share = [&](double s) { return 100.0 * s / total; };
-    absl::StrAppendFormat(&out,
-                          "time: partitioners %.0f%%, their executions %.0f%%, ours %.0f%% "
-                          "(generator %.1f%%, oracle %.1f%%, interpreter %.1f%%), other %.0f%% "
-                          "(worker round trips, dumps parsed), reductions and repros %.0f%%\n",
-                          share(times.partition), share(times.execute), share(times.Ours()),
-                          share(times.generate), share(times.oracle), share(times.interpreter),
-                          share(times.Other()), share(times.reduce));
+    absl::StrAppendFormat(
+        &out,
+        "time: partitioners %.0f%%, their executions %.0f%%, ours %.0f%% "
+        "(generator %.1f%%, oracle %.1f%%, interpreter %.1f%%, lint %.1f%%), other %.0f%% "
+        "(worker round trips, dumps parsed), reductions and repros %.0f%%\n",
+        share(times.partition), share(times.execute), share(times.Ours()), share(times.generate),
+        share(times.oracle), share(times.interpreter), share(times.lint), share(times.Other()),
+        share(times.reduce));
   }
   if (!pattern_hits.empty()) {
     std::vector<std::string> hits;
@@ -259,6 +260,7 @@ nlohmann::json CampaignReport::ToJson(const CampaignOptions& options) const {
             {"execute", times.execute},
             {"interpreter", times.interpreter},
             {"oracle", times.oracle},
+            {"lint", times.lint},
             {"reduce", times.reduce},
             {"cases", times.cases},
             {"other", times.Other()},
@@ -323,8 +325,11 @@ class Campaign {
   int64_t RecordFailure(const std::string& spec, const FailureSignature& signature,
                         const std::string& message, int64_t index, uint64_t case_seed);
   // Reduces a new finding, writes its folder and fills its slot.
+  // kBytes: reduced while `cheaper` still receives far less; kLint: while the lint still proves
+  // the same pattern.
+  enum class WastefulKind { kNone, kBytes, kLint };
   void HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot, const HloModule& program,
-                const FailureSignature& signature, const CheckOptions& check, bool wasteful,
+                const FailureSignature& signature, const CheckOptions& check, WastefulKind wasteful,
                 PartitionerUnderTest* cheaper);
   std::vector<VersionCheck> OtherVersions(Job& job, const std::string& spec,
                                           const HloModule& module, const std::string& signature,
@@ -412,14 +417,30 @@ std::vector<VersionCheck> Campaign::OtherVersions(Job& job, const std::string& s
 
 void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot,
                         const HloModule& program, const FailureSignature& signature,
-                        const CheckOptions& check, bool wasteful, PartitionerUnderTest* cheaper) {
+                        const CheckOptions& check, WastefulKind wasteful,
+                        PartitionerUnderTest* cheaper) {
   const Clock::time_point started = Clock::now();
   const std::string spec = partitioner.spec();
   // Reduce while the partitioner keeps failing the same way (same signature).
   InterestingnessFn still_fails = [&](const HloModule& m) -> absl::StatusOr<bool> {
     // A campaign that reached its time limit still finishes the reduction in hand.
     if (aborting()) return absl::CancelledError("campaign stopped");
-    if (wasteful) {
+    if (wasteful == WastefulKind::kLint) {
+      absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
+      if (!o.ok() || o->status != CheckStatus::kHolds || o->partitioned == nullptr) return false;
+      const std::vector<CostFinding> cheaper_chains = options_.cost_check(
+          *o->partitioned,
+          o->partitioned_text.empty() ? PrintModule(*o->partitioned) : o->partitioned_text,
+          o->judged_global != nullptr ? *o->judged_global : m);
+      for (const CostFinding& f : cheaper_chains) {
+        if (signature.text == target::SanitizedName(absl::StrCat(target::SignaturePrefix(spec),
+                                                                 ".wasteful.", f.pattern))) {
+          return true;
+        }
+      }
+      return false;
+    }
+    if (wasteful == WastefulKind::kBytes) {
       const int64_t n = m.num_partitions();
       absl::StatusOr<target::PartitionOutput> a = partitioner.Partition(m, n);
       absl::StatusOr<target::PartitionOutput> b = cheaper->Partition(m, n);
@@ -466,7 +487,7 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   absl::StatusOr<CheckOutcome> final_outcome = CheckPartitioning(repro, partitioner, final_check);
   int64_t trial = 0;
   if (final_outcome.ok()) {
-    if (!wasteful) record.message = final_outcome->message;
+    if (wasteful == WastefulKind::kNone) record.message = final_outcome->message;
     record.divergence = DivergenceText(*final_outcome);
     record.partitioner_version = final_outcome->self_report.version;
     files.partitioned_text = final_outcome->partitioned_text;
@@ -492,7 +513,7 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
     files.inputs =
         oracle::TrialInputs(repro, record.case_seed, trial, oracle::InputStyle::kSmallIntegers);
   }
-  if (wasteful) {
+  if (wasteful != WastefulKind::kNone) {
     record.repro_note = "a wasteful partitioning has no wrong result to reproduce";
   } else {
     target::ReproRequest request;
@@ -613,8 +634,35 @@ void Campaign::RunJob() {
       if (outcome->status == CheckStatus::kHolds) {
         ++tally.holds;
         ++report_.progress.holds;
-        if (outcome->partitioned != nullptr) {
-          correct.push_back({partitioner.get(), MaxRecvBytes(*outcome->partitioned)});
+        if (outcome->partitioned == nullptr) continue;
+        correct.push_back({partitioner.get(), MaxRecvBytes(*outcome->partitioned)});
+        if (!options_.cost_check || spec == "reference") continue;
+        lock.unlock();
+        // The lint on XLA's correct output: a proved cheaper chain is a wasteful finding.
+        const Clock::time_point lint_start = Clock::now();
+        const HloModule& judged =
+            outcome->judged_global != nullptr ? *outcome->judged_global : *program->module;
+        const std::vector<CostFinding> cheaper = options_.cost_check(
+            *outcome->partitioned,
+            outcome->partitioned_text.empty() ? PrintModule(*outcome->partitioned)
+                                              : outcome->partitioned_text,
+            judged);
+        const double lint_seconds = SecondsSince(lint_start);
+        lock.lock();
+        report_.times.lint += lint_seconds;
+        if (cheaper.empty()) continue;
+        FailureSignature signature;
+        signature.text = target::SanitizedName(
+            absl::StrCat(target::SignaturePrefix(spec), ".wasteful.", cheaper.front().pattern));
+        signature.claim = false;
+        const int64_t slot =
+            RecordFailure(spec, signature, cheaper.front().message, index, case_seed);
+        lock.unlock();
+        if (slot >= 0) {
+          const Clock::time_point hand_over_start = Clock::now();
+          HandOver(job, *partitioner, slot, *program->module, signature, check, WastefulKind::kLint,
+                   nullptr);
+          handed_over += SecondsSince(hand_over_start);
         }
         continue;
       }
@@ -637,7 +685,8 @@ void Campaign::RunJob() {
       lock.unlock();
       if (slot >= 0) {
         const Clock::time_point hand_over_start = Clock::now();
-        HandOver(job, *partitioner, slot, *program->module, signature, check, false, nullptr);
+        HandOver(job, *partitioner, slot, *program->module, signature, check, WastefulKind::kNone,
+                 nullptr);
         handed_over += SecondsSince(hand_over_start);
       }
     }
@@ -671,8 +720,8 @@ void Campaign::RunJob() {
           check.trials = 1;
           check.seed = case_seed;
           const Clock::time_point hand_over_start = Clock::now();
-          HandOver(job, *more.partitioner, slot, *program->module, signature, check, true,
-                   less.partitioner);
+          HandOver(job, *more.partitioner, slot, *program->module, signature, check,
+                   WastefulKind::kBytes, less.partitioner);
           handed_over += SecondsSince(hand_over_start);
         }
       }

@@ -18,6 +18,18 @@
 
 namespace spmdcheck::fuzz {
 
+// A cheaper partitioning of a correct module, proved (the collective lint): the pattern names
+// the signature `<partitioner>.wasteful.<pattern>`.
+struct CostFinding {
+  std::string pattern;
+  std::string message;
+};
+// Looks for proved cheaper chains in a partitioned module that holds (`global`: the module it
+// was judged against). The CLI sets it to the collective lint (lint/, which the fuzz room does
+// not link: its libFuzzer build stays free of Z3).
+using CostCheck = std::function<std::vector<CostFinding>(
+    const HloModule& partitioned, const std::string& text, const HloModule& global)>;
+
 struct CampaignOptions {
   // Set from outside (a signal handler, another thread) to stop the campaign at once: workers
   // finish the case in hand (a reduction in progress is abandoned and the unreduced program
@@ -55,6 +67,9 @@ struct CampaignOptions {
   // than, partitioner b's.
   double wasteful_ratio = 2.0;
   int64_t wasteful_min_bytes = 64;
+  // `<partitioner>.wasteful.<pattern>`: the lint proves a cheaper chain in a correct
+  // partitioning (not for ours: its output is the lint's own reference). Null: not checked.
+  CostCheck cost_check;
   // Where the machine-readable summary goes (default: out_dir/summary.json).
   std::string summary_path;
 };
@@ -110,15 +125,15 @@ struct CampaignTimes {
   double execute = 0;      // XLA's executables (sharded and one-device).
   double interpreter = 0;  // Ours: our interpreter on the global program, against XLA's.
   double oracle = 0;       // Ours: the N-device oracle.
+  double lint = 0;         // Ours: the collective lint on correct partitionings.
   double reduce = 0;       // Reductions, repros, version checks, pass bisection.
   // Wall time of the cases themselves (reductions left out); what the parts above do not cover
   // is `Other()`: talking to the worker, printing modules and parsing XLA's dumps, comparisons.
   double cases = 0;
-  double Ours() const { return generate + interpreter + oracle; }
+  double Ours() const { return generate + interpreter + oracle + lint; }
   double Other() const {
-    return cases > generate + partition + execute + interpreter + oracle
-               ? cases - (generate + partition + execute + interpreter + oracle)
-               : 0.0;
+    const double parts = generate + partition + execute + interpreter + oracle + lint;
+    return cases > parts ? cases - parts : 0.0;
   }
   double Total() const { return cases + reduce; }
 };

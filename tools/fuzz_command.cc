@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "fuzz/campaign.h"
+#include "lint/lint.h"
 #include "partitioner/injected_bugs.h"
 #include "target/xla_worker.h"
 #include "tools/cli.h"
@@ -28,7 +29,8 @@ namespace {
 constexpr char kFuzzHelp[] =
     R"(usage: spmdcheck fuzz [--partitioner SPEC[,SPEC...]] [--seconds T] [--cases K] [--seed S]
                       [--max-devices N] [--inject-bug NAME] [--out DIR] [--jobs J] [--list-bugs]
-                      [--known FILE] [--reduce-seconds T] [--no-bisect] [--summary FILE]
+                      [--known FILE] [--reduce-seconds T] [--no-bisect] [--no-lint]
+                      [--summary FILE]
                       [--first-case K] [--shard I/N]
 
 Generates sharded programs (seeded; case i of seed S is always the same program), partitions
@@ -51,6 +53,8 @@ only our oracle sees is listed "to investigate". DIR/summary.json has the whole 
   --reduce-seconds T time budget per new finding's reduction (default 10; 90 with xla/shardy)
   --no-bisect        do not look for the XLA pass that broke a miscompile made after
                      spmd-partitioning
+  --no-lint          do not run the collective lint on correct partitionings of XLA's and
+                     commands (a proved cheaper chain is a finding <partitioner>.wasteful.<rule>)
   --summary FILE     where the JSON summary goes (default DIR/summary.json)
   --first-case K     start at case index K (default 0)
   --shard I/N        run only case indices K + I, K + I + N, ... (split one seed's cases over
@@ -102,7 +106,7 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
                                        "--summary", "--first-case", "--shard"};
   value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
   absl::StatusOr<Args> args =
-      Args::Parse(argv, value_flags, {"--list-bugs", "--help", "--no-bisect"});
+      Args::Parse(argv, value_flags, {"--list-bugs", "--help", "--no-bisect", "--no-lint"});
   if (!args.ok()) return BadInput(err, "fuzz", args.status().message());
   if (args->Has("--help")) {
     out << kFuzzHelp << kPartitionerFlagsHelp;
@@ -167,6 +171,24 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     }
   }
   options.bisect_passes = !args->Has("--no-bisect");
+  if (!args->Has("--no-lint")) {
+    // XLA's correct partitionings go through the collective lint: a proved cheaper chain is a
+    // wasteful finding (`xla.wasteful.<pattern>`).
+    options.cost_check = [](const HloModule& partitioned, const std::string& text,
+                            const HloModule& global) {
+      lint::LintOptions lint_options;
+      lint_options.global = &global;
+      lint_options.timeout_ms = 2000;
+      std::vector<fuzz::CostFinding> found;
+      absl::StatusOr<lint::LintReport> report = lint::LintModule(partitioned, text, lint_options);
+      if (!report.ok()) return found;
+      for (const lint::Finding& f : report->findings) {
+        if (f.status != lint::FindingStatus::kProved) continue;
+        found.push_back({f.rule == "search" ? "intermediate-sharding" : f.rule, f.message});
+      }
+      return found;
+    };
+  }
   options.summary_path = args->Get("--summary").value_or("");
   const bool xla = absl::StrContains(options.partitioners, "xla") ||
                    absl::StrContains(options.partitioners, "gspmd") ||
