@@ -106,6 +106,14 @@ absl::StatusOr<ReplicaGroups> Mesh::ReplicaGroupsOver(absl::Span<const MeshAxisR
   TileAssignment arranged =
       devices_.Reshape(factor_sizes).Transpose(perm).Reshape({num_groups, group_size});
   if (arranged.is_iota()) return ReplicaGroups(*arranged.iota());
+  // Groups that no iota expresses are listed device by device: keep that list bounded (a mesh
+  // of 5 x 99999995 devices asked for 4 GB here under fuzz_sharding_parser).
+  if (num_devices() > kMaxListedDevices) {
+    return absl::InvalidArgumentError(absl::StrCat("replica groups over ", num_devices(),
+                                                   " devices that no iota expresses "
+                                                   "would be listed device by device (at most ",
+                                                   kMaxListedDevices, " devices)"));
+  }
   std::vector<int64_t> flat = arranged.Devices();
   std::vector<std::vector<int64_t>> groups(num_groups);
   for (int64_t g = 0; g < num_groups; ++g) {

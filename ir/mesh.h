@@ -31,6 +31,10 @@ struct MeshAxisRef {
   int64_t size = 0;  // 0: the whole axis.
 };
 
+// The most devices an explicit device list (replica groups that no iota expresses) may have:
+// 2^24 device ids take 128 MiB.
+inline constexpr int64_t kMaxListedDevices = int64_t{1} << 24;
+
 class Mesh {
  public:
   // `devices` defaults to the iota over the axis sizes; when given, its dims must equal them.

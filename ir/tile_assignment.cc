@@ -264,6 +264,46 @@ TileAssignment TileAssignment::Transpose(absl::Span<const int64_t> perm) const {
   if (identity) return *this;
   std::vector<int64_t> new_dims(perm.size());
   for (size_t i = 0; i < perm.size(); ++i) new_dims[i] = dims_[perm[i]];
+  if (iota_) {
+    // Symbolically, when every dim is a run of consecutive transposed iota dims (as mesh axes
+    // and their factors are): the transpose then reorders those runs, and the result is an iota
+    // over the same reshape dims. (Listing the devices took ~1.7 us per device: minutes for
+    // the meshes of 10^8 devices fuzz_sharding_parser writes.)
+    std::vector<int64_t> iota_perm = iota_->perm();
+    std::vector<int64_t> reshape = iota_->reshape_dims();
+    bool plain = true;
+    for (size_t i = 0; i < iota_perm.size(); ++i) {
+      plain &= iota_perm[i] == static_cast<int64_t>(i);
+    }
+    if (plain) {
+      // Untransposed: the iota over the tile dims themselves.
+      reshape = dims_;
+      iota_perm.resize(dims_.size());
+      for (size_t i = 0; i < dims_.size(); ++i) iota_perm[i] = static_cast<int64_t>(i);
+    }
+    std::vector<std::vector<int64_t>> runs(dims_.size());
+    size_t next = 0;
+    bool aligned = true;
+    for (size_t i = 0; i < dims_.size() && aligned; ++i) {
+      int64_t product = 1;
+      while (product < dims_[i] && next < iota_perm.size()) {
+        product *= reshape[iota_perm[next]];
+        runs[i].push_back(iota_perm[next++]);
+      }
+      // Size-1 iota dims belong to any run; take them along.
+      while (next < iota_perm.size() && reshape[iota_perm[next]] == 1 && i + 1 == dims_.size()) {
+        runs[i].push_back(iota_perm[next++]);
+      }
+      aligned = product == dims_[i];
+    }
+    if (aligned && next == iota_perm.size()) {
+      std::vector<int64_t> new_perm;
+      for (int64_t p : perm) new_perm.insert(new_perm.end(), runs[p].begin(), runs[p].end());
+      absl::StatusOr<IotaTileAssignment> transposed =
+          IotaTileAssignment::Create(new_dims, reshape, new_perm);
+      if (transposed.ok()) return TileAssignment(*std::move(transposed));
+    }
+  }
   std::vector<int64_t> devices(num_elements_);
   std::vector<int64_t> old_index(dims_.size());
   for (int64_t linear = 0; linear < num_elements_; ++linear) {

@@ -49,6 +49,11 @@ TEST(Mesh, MoreThan2To31DevicesIsAnError) {
   EXPECT_FALSE(Mesh::Create({{"a", int64_t{1} << 40}, {"b", int64_t{1} << 40}}).ok());
   EXPECT_FALSE(ParseReplicaGroups("mesh[e=5,o=99999999995]{e}").ok());
   EXPECT_TRUE(Mesh::Create({{"a", 1 << 15}, {"b", 1 << 15}}).ok());
+  // CI's fuzz smoke: mesh[e=5,o=99999995]{e} listed 500M device ids (4 GB) for its groups;
+  // they are an iota (transposed symbolically, never listed).
+  absl::StatusOr<ReplicaGroups> listed = ParseReplicaGroups("mesh[e=5,o=99999995]{e}");
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->ToString(), "[99999995,5]<=[5,99999995]T(1,0)");
 }
 
 TEST(MeshShardingFor, AxesInMeshOrder) {

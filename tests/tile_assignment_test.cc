@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <random>
 #include <vector>
 
 namespace spmdcheck {
@@ -398,6 +399,35 @@ TEST(TileAssignmentExamples, HugeDeviceIdsAreRefusedNotOverflowed) {
   EXPECT_THAT(std::string(huge.status().message()), ::testing::HasSubstr("out of range"));
   EXPECT_FALSE(TileAssignment::Explicit({2}, {0, int64_t{1} << 31}).ok());
   EXPECT_TRUE(TileAssignment::Explicit({2}, {0, (int64_t{1} << 31) - 1}).ok());
+}
+
+// Transposing an iota is done symbolically when its dims align with the iota's (meshes and
+// their factors); whichever way, every tile moves as a transpose moves it.
+RC_GTEST_PROP(TileAssignmentTranspose, MovesEveryTileLikeATranspose, ()) {
+  const int64_t rank = *rc::gen::inRange<int64_t>(1, 4);
+  std::vector<int64_t> dims;
+  for (int64_t k = 0; k < rank; ++k) dims.push_back(*rc::gen::inRange<int64_t>(1, 5));
+  // The iota: either plain over the dims, or over a random permutation of them.
+  std::vector<int64_t> order(dims.size());
+  for (size_t k = 0; k < order.size(); ++k) order[k] = static_cast<int64_t>(k);
+  const std::vector<int64_t> iota_perm = *rc::gen::elementOf(
+      std::vector<std::vector<int64_t>>{order, std::vector<int64_t>(order.rbegin(), order.rend())});
+  std::vector<int64_t> reshape(dims.size());
+  for (size_t k = 0; k < dims.size(); ++k) reshape[iota_perm[k]] = dims[k];
+  absl::StatusOr<TileAssignment> t = TileAssignment::Iota(dims, reshape, iota_perm);
+  RC_ASSERT(t.ok());
+  std::vector<int64_t> perm = order;
+  std::shuffle(perm.begin(), perm.end(), std::mt19937(*rc::gen::arbitrary<uint32_t>()));
+  const TileAssignment transposed = t->Transpose(perm);
+  std::vector<int64_t> new_dims;
+  for (int64_t p : perm) new_dims.push_back(dims[p]);
+  RC_ASSERT(transposed.dims() == new_dims);
+  for (int64_t linear = 0; linear < Product(new_dims); ++linear) {
+    const std::vector<int64_t> index = Digits(new_dims, linear);
+    std::vector<int64_t> old_index(dims.size());
+    for (size_t k = 0; k < perm.size(); ++k) old_index[perm[k]] = index[k];
+    RC_ASSERT(transposed.DeviceAt(index) == t->DeviceAt(old_index));
+  }
 }
 
 }  // namespace
