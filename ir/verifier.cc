@@ -112,6 +112,47 @@ class ModuleVerifier {
     Report(instr.location(), absl::StrCat(instr.name(), ": ", message));
   }
 
+  // An all-reduce inside a partially manual region (a sharding with a manual subgroup dim, as
+  // shard_map over some mesh axes writes) may only combine devices of one manual subgroup: those
+  // that differ only in their index along the manual dim. XLA's partitioner refuses the others
+  // ("Manual all-reduce across devices that belong to different manual subgroups").
+  void VerifyManualSubgroupAllReduce(const HloInstruction& instr, const ReplicaGroups& groups) {
+    const std::optional<HloSharding>& sharding = instr.sharding();
+    if (!sharding || !sharding->IsTiled() || !sharding->HasManualSubgroup()) return;
+    const std::vector<SubgroupType>& types = sharding->subgroup_types();
+    const int64_t manual_dim =
+        sharding->TiledDataRank() +
+        (std::find(types.begin(), types.end(), SubgroupType::kManual) - types.begin());
+    if (manual_dim >= sharding->tile_assignment().num_dimensions()) return;
+    const std::vector<std::vector<int64_t>> subgroups = sharding->GroupsAlongDims({manual_dim});
+    absl::flat_hash_map<int64_t, int64_t> subgroup_of;
+    for (size_t i = 0; i < subgroups.size(); ++i) {
+      for (int64_t device : subgroups[i]) subgroup_of[device] = static_cast<int64_t>(i);
+    }
+    for (int64_t g = 0; g < groups.num_groups(); ++g) {
+      const std::vector<int64_t> group = groups.group(g);
+      std::optional<int64_t> first;
+      for (int64_t device : group) {
+        auto it = subgroup_of.find(device);
+        if (it == subgroup_of.end()) continue;  // Out of the sharding's range: reported elsewhere.
+        if (!first) first = it->second;
+        if (it->second != *first) {
+          Report(instr,
+                 absl::StrCat("all-reduce in a manual subgroup region combines devices of "
+                              "different manual subgroups: replica group {",
+                              absl::StrJoin(group, ","), "} under ", sharding->ToString(false),
+                              " (each group must lie within one of {",
+                              absl::StrJoin(subgroups, "},{",
+                                            [](std::string* out, const auto& sub) {
+                                              absl::StrAppend(out, absl::StrJoin(sub, ","));
+                                            }),
+                              "})"));
+          return;
+        }
+      }
+    }
+  }
+
   // ---- Computations --------------------------------------------------------------------------
 
   void VerifyComputation(const HloComputation& computation) {
@@ -554,7 +595,10 @@ class ModuleVerifier {
       if (!status.ok()) {
         Report(instr, absl::StrCat("invalid replica_groups ", groups.ToString(), " in ",
                                    GroupModeName(*mode), " mode: ", status.message()));
+        return;
       }
+      if (!uniform && *mode == GroupMode::kFlattenedId)
+        VerifyManualSubgroupAllReduce(instr, groups);
       return;
     }
     if (opcode == HloOpcode::kCollectivePermute || opcode == HloOpcode::kCollectivePermuteStart) {

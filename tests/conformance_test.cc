@@ -55,11 +55,15 @@ TEST_P(ConformanceTest, EveryModuleParsesVerifiesAndPrintsIdempotently) {
     ++parsed_ok;
     absl::Status verified = VerifyModule(*parsed->module);
     // One module of XLA's collective tests is not valid HLO (a tuple-returning
-    // collective-permute-start written as u32[]; its test never verifies it): it must be
-    // rejected, with the reason.
+    // collective-permute-start written as u32[]; its test never verifies it), and
+    // SubgroupIllegalManualAllReduce is a test that XLA's partitioner refuses it (an all-reduce
+    // across manual subgroups): they must be rejected, with the reason.
     if (path.filename() == "collective_permute_decomposer.WithCycleNotTransformed.hlo") {
       EXPECT_THAT(std::string(verified.message()),
                   ::testing::HasSubstr("collective-permute-done: operand must be a tuple"));
+    } else if (path.filename() == "SubgroupIllegalManualAllReduce.hlo") {
+      EXPECT_THAT(std::string(verified.message()),
+                  ::testing::HasSubstr("combines devices of different manual subgroups"));
     } else {
       EXPECT_TRUE(verified.ok()) << verified.message();
       if (verified.ok()) ++verified_ok;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -30,6 +31,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 std::unique_ptr<HloModule> Parse(absl::string_view text) {
   ParseOptions options;
@@ -419,6 +421,26 @@ TEST(VerifierTest, ReplicaGroupsMustBeDisjointAndCoverAllIds) {
   EXPECT_THAT(OnlyMessage(AllReduce("", "replica_groups={{0,2}}")), HasSubstr("id 1 is missing"));
 }
 
+// Under {devices=[2,2]0,2,1,3 last_tile_dims={manual}} (dim 0 tiled, dim 1 manual) the manual
+// subgroups, devices differing only in their manual index, are {0,2} and {1,3} (worked out from
+// the device array [[0,2],[1,3]]); an all-reduce there may only combine devices of one.
+TEST(VerifierTest, ManualSubgroupAllReduceStaysWithinOneSubgroup) {
+  const std::string sharding = "sharding={devices=[2,2]0,2,1,3 last_tile_dims={manual}}";
+  auto text = [&](absl::string_view groups) {
+    return AllReduce(", num_partitions=4",
+                     absl::StrCat("channel_id=1, use_global_device_ids=true, replica_groups=",
+                                  groups, ", ", sharding));
+  };
+  auto module = [&](absl::string_view groups) { return Parse(text(groups)); };
+  EXPECT_THAT(Messages(*module("{{2,0},{1,3}}")), IsEmpty());
+  EXPECT_THAT(OnlyMessage(text("{{1,0},{2,3}}")),
+              HasSubstr("ar: all-reduce in a manual subgroup region combines devices of different "
+                        "manual subgroups: replica group {1,0}"));
+  // The whole device set in one group crosses subgroups too; one device per group never does.
+  EXPECT_THAT(Messages(*module("{{0,1,2,3}}")), Not(IsEmpty()));
+  EXPECT_THAT(Messages(*module("{{0},{1},{2},{3}}")), IsEmpty());
+}
+
 TEST(VerifierTest, OnlyAllReduceMayHaveGroupsOfDifferentSizes) {
   std::unique_ptr<HloModule> all_reduce = Parse(AllReduce("", "replica_groups={{0,1},{2}}"));
   EXPECT_THAT(Messages(*all_reduce), IsEmpty());
@@ -744,9 +766,17 @@ const std::set<std::string>& ModulesWithWarnings() {
 // Corpus modules that are not valid HLO at all (their XLA test only checks that a pass leaves
 // them alone, on an unverified module): `u32[] collective-permute-start(...)` where the op
 // returns a tuple, and a `-done` whose operand is not one.
-const std::set<std::string>& InvalidModules() {
-  static const auto* const kModules = new std::set<std::string>{
-      "xla-collectives-2023/collective_permute_decomposer.WithCycleNotTransformed.hlo",
+// Modules of XLA's tests that XLA itself rejects (their tests expect the error), with the reason
+// our verifier must give.
+const std::map<std::string, std::string>& InvalidModules() {
+  static const auto* const kModules = new std::map<std::string, std::string>{
+      {"xla-collectives-2023/collective_permute_decomposer.WithCycleNotTransformed.hlo",
+       "start: shape u32[] is not a tuple but the inferred shape "
+       "((u32[], u32[]), (u32[], u32[]), u32[], u32[]) is a tuple"},
+      {"xla-spmd-2022/SubgroupIllegalManualAllReduce.hlo",
+       "combines devices of different manual subgroups: replica group {1,0}"},
+      {"xla-spmd-2023/SubgroupIllegalManualAllReduce.hlo",
+       "combines devices of different manual subgroups: replica group {1,0}"},
   };
   return *kModules;
 }
@@ -772,11 +802,8 @@ TEST(VerifierConformanceTest, CorpusModulesVerify) {
     ASSERT_TRUE(parsed.ok()) << parsed.status().message();
     const std::string key = fs::relative(path, root).generic_string();
     absl::Status status = VerifyModule(*parsed->module);
-    if (InvalidModules().contains(key)) {
-      EXPECT_THAT(
-          std::string(status.message()),
-          ::testing::HasSubstr("start: shape u32[] is not a tuple but the inferred shape "
-                               "((u32[], u32[]), (u32[], u32[]), u32[], u32[]) is a tuple"));
+    if (auto invalid = InvalidModules().find(key); invalid != InvalidModules().end()) {
+      EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr(invalid->second)) << key;
     } else {
       EXPECT_TRUE(status.ok()) << status.message();
       if (status.ok()) ++verified;
