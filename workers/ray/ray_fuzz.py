@@ -466,10 +466,15 @@ def run(args, out=sys.stdout, err=sys.stderr):
   # The campaign's wall time includes connecting to (or starting) the cluster.
   start = time.time()
   init = dict(include_dashboard=False, log_to_driver=False, logging_level="WARNING")
-  if args.address == "local":
-    ray.init(num_cpus=args.workers * args.jobs_per_worker, **init)
-  else:
-    ray.init(address=args.address, **init)
+  try:
+    if args.address == "local":
+      ray.init(num_cpus=args.workers * args.jobs_per_worker, **init)
+    else:
+      ray.init(address=args.address, **init)
+  except Exception as e:  # pylint: disable=broad-except  (ConnectionError, ValueError, ...)
+    err.write("ray_fuzz: cannot connect to the Ray cluster at %s: %s\n" %
+              (args.address, str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__))
+    return EXIT_BAD_INPUT
   actors = []
   try:
     cpus = ray.cluster_resources().get("CPU", 0)
