@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Ray's overhead (docs/ray.md): cases/s of the same campaign (seed, seconds, partitioner) run as
-#   plain `spmdcheck fuzz --jobs 1` and `--jobs 2`, and
+#   plain `spmdcheck fuzz --jobs 1` and `--jobs 2` (one process),
+#   plain shards: two `spmdcheck fuzz --shard i/2` processes side by side (what Ray runs, without
+#   Ray), and
 #   workers/ray/ray_fuzz.py --address local with 1 and 2 workers (one spmdcheck per actor),
-# then ray/plain ratios. Ray's rate is over the driver's whole wall time (ray.init, actor start,
-# result shipping and merging included); the rate of the shards' own campaigns is printed too.
+# then ratios. Ray's rate is over the driver's whole wall time (ray.init, actor start, result
+# shipping and merging included); the rate of the shards' own campaigns is printed too.
+# Every spmdcheck runs in a session of its own (setsid), as the actors' do: with the kernel's
+# autogroup scheduling a session is one scheduling group, so on a machine loaded by others
+# one process with two threads would get half the CPU of two processes in two sessions.
 #   bench/ray_bench.sh SPMDCHECK [SECONDS=20] [SEED=1] [PARTITIONER=reference]
 # Environment: SPMDCHECK_XLA_VENV (the Python with ray, and jax for xla; default .venv).
 set -euo pipefail
@@ -44,7 +49,22 @@ run() {
   shift
   local start end
   start=$(date +%s.%N)
-  "$@" >"$tmp/$name.log" 2>&1 || true
+  if [ "$1" = shards2 ]; then
+    shift
+    setsid "$@" --shard 0/2 --out "$tmp/$name.0" >"$tmp/$name.log.0" 2>&1 &
+    setsid "$@" --shard 1/2 --out "$tmp/$name.1" >"$tmp/$name.log.1" 2>&1 &
+    wait
+    "$python" - "$tmp/$name" "$tmp/$name.0/summary.json" "$tmp/$name.1/summary.json" <<'EOF'
+import json, os, sys
+a, b = (json.load(open(p)) for p in sys.argv[2:])
+os.makedirs(sys.argv[1], exist_ok=True)
+json.dump({"cases": a["cases"] + b["cases"],
+           "cases_per_second": a["cases_per_second"] + b["cases_per_second"]},
+          open(os.path.join(sys.argv[1], "summary.json"), "w"))
+EOF
+  else
+    setsid "$@" >"$tmp/$name.log" 2>&1 || true
+  fi
   end=$(date +%s.%N)
   [ -f "$tmp/$name/summary.json" ] || {
     echo "$name: no summary"
@@ -62,20 +82,20 @@ run() {
 common=(--seed "$seed" --seconds "$seconds" --partitioner "$partitioner")
 run plain-jobs1 "$bin" fuzz "${common[@]}" --jobs 1 --out "$tmp/plain-jobs1"
 run plain-jobs2 "$bin" fuzz "${common[@]}" --jobs 2 --out "$tmp/plain-jobs2"
+run plain-shards2 shards2 "$bin" fuzz "${common[@]}" --jobs 1
 run ray-workers1 "$python" "$root/workers/ray/ray_fuzz.py" --address local --spmdcheck "$bin" \
   "${common[@]}" --workers 1 --out "$tmp/ray-workers1"
 run ray-workers2 "$python" "$root/workers/ray/ray_fuzz.py" --address local --spmdcheck "$bin" \
   "${common[@]}" --workers 2 --out "$tmp/ray-workers2"
 ratio() { printf '%.3f' "$(echo "scale=4; $(cat "$tmp/$1.$3") / $(cat "$tmp/$2.$3")" | bc)"; }
 echo "ratios (cases/s over the whole wall time; in brackets the shards' own campaigns):"
-for pair in "ray-workers1 plain-jobs1" "ray-workers2 plain-jobs2" "ray-workers2 ray-workers1" \
-  "plain-jobs2 plain-jobs1"; do
+for pair in "ray-workers1 plain-jobs1" "ray-workers2 plain-shards2" "ray-workers2 plain-jobs2" \
+  "ray-workers2 ray-workers1" "plain-jobs2 plain-jobs1" "plain-shards2 plain-jobs1"; do
   read -r a b <<<"$pair"
-  printf '  %-13s / %-12s %s (%s)\n' "$a" "$b" "$(ratio "$a" "$b" rate)" "$(ratio "$a" "$b" inner)"
+  printf '  %-13s / %-13s %s (%s)\n' "$a" "$b" "$(ratio "$a" "$b" rate)" "$(ratio "$a" "$b" inner)"
 done
 # Ray's fixed cost: the driver's wall time beyond the plain campaign's (start the interpreter,
 # import ray, start or join the cluster, start the actors, ship and merge, shut down).
-for k in 1 2; do
-  printf '  Ray fixed cost, %d worker(s): %.1fs\n' "$k" \
-    "$(echo "$(cat "$tmp/ray-workers$k.wall") - $(cat "$tmp/plain-jobs$k.wall")" | bc)"
-done
+printf '  Ray fixed cost, 1 worker: %.1fs, 2 workers: %.1fs\n' \
+  "$(echo "$(cat "$tmp/ray-workers1.wall") - $(cat "$tmp/plain-jobs1.wall")" | bc)" \
+  "$(echo "$(cat "$tmp/ray-workers2.wall") - $(cat "$tmp/plain-shards2.wall")" | bc)"
