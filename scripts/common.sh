@@ -54,7 +54,8 @@ spmdcheck_build() {
 # The project's Python environment: a virtual environment (default .venv in the checkout;
 # SPMDCHECK_XLA_VENV points at another) with the pinned jax/jaxlib of
 # workers/xla/requirements.txt, the pinned selenium of tests/requirements-browser.txt (the
-# browser test) and the spmdcheck Python package (python/, installed editable), installed when
+# browser test), the pinned ray of workers/ray/requirements.txt (the Ray driver and its tests;
+# a ~80 MB wheel) and the spmdcheck Python package (python/, installed editable), installed when
 # missing or when any of them changed (the stamp holds what was installed). Under CI=true a
 # failed install is an error; elsewhere everything but the XLA partitioners still works and
 # `--partitioner xla` answers "unknown: XLA is not available".
@@ -62,17 +63,19 @@ spmdcheck_python_env() {
   local venv="${SPMDCHECK_XLA_VENV:-$SPMDCHECK_ROOT/.venv}"
   local requirements="$SPMDCHECK_ROOT/workers/xla/requirements.txt"
   local browser="$SPMDCHECK_ROOT/tests/requirements-browser.txt"
+  local ray="$SPMDCHECK_ROOT/workers/ray/requirements.txt"
   local package="$SPMDCHECK_ROOT/python"
   local stamp="$venv/.spmdcheck-requirements"
   local wanted
-  wanted="$(cat "$requirements" "$browser" "$package/pyproject.toml"; echo "package: $package")"
+  wanted="$(cat "$requirements" "$browser" "$ray" "$package/pyproject.toml"
+    echo "package: $package")"
   if [ -x "$venv/bin/python" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
     return 0
   fi
   echo "setting up the Python environment in $venv (pinned jax, see $requirements; python/)"
   if { [ -x "$venv/bin/python" ] || python3 -m venv "$venv"; } &&
     "$venv/bin/python" -m pip install -q --disable-pip-version-check -r "$requirements" \
-      -r "$browser" &&
+      -r "$browser" -r "$ray" &&
     "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps -e "$package"; then
     printf '%s\n' "$wanted" > "$stamp"
     return 0
