@@ -1153,7 +1153,16 @@ bool Builder::While(Choices& ch, bool pipeline) {
     }
     if (nx == nullptr) return false;
     std::vector<HloInstruction*> outs = {next, nx};
-    if (pipeline) outs.push_back(gte[2]);
+    if (pipeline) {
+      // The weights go round through a copy: XLA's HLO -> StableHLO import turns a state element
+      // the body passes through unchanged into an implicit capture and keeps the while's old
+      // tuple sharding, which XLA then refuses (leaf_count == tuple_elements_.size()) -- a limit
+      // of the route into XLA that jax programs never take, not of its partitioner.
+      HloInstruction* w_out =
+          Emit(body.get(), Make(HloOpcode::kCopy, "weights", elements[2], {gte[2]}));
+      if (w_out == nullptr) return false;
+      outs.push_back(w_out);
+    }
     auto t = Make(HloOpcode::kTuple, "tuple", state, outs);
     shard(t.get());
     HloInstruction* root = Emit(body.get(), std::move(t));
@@ -1977,7 +1986,9 @@ bool Builder::PatternStep(GenPattern pattern, Choices& ch) {
 }
 
 void Builder::DropDisabledSharding(HloInstruction* instr) {
-  if (instr == nullptr || !instr->sharding().has_value()) return;
+  if (!options_.exclude_disabled_patterns || instr == nullptr || !instr->sharding().has_value()) {
+    return;
+  }
   for (GenPattern p : DetectPatterns(*instr, &mesh_)) {
     if (options_.pattern_weights[static_cast<int>(p)] <= 0) {
       instr->clear_sharding();
@@ -2126,6 +2137,7 @@ StepKind PickStep(Choices& ch, const ProgramGenOptions& options) {
 // Whether the instructions a step added (entry instructions from `first` on, and the step's
 // new computations) contain a pattern of weight 0.
 bool StepHasDisabledPattern(const Builder& b, int64_t first, const ProgramGenOptions& options) {
+  if (!options.exclude_disabled_patterns) return false;
   auto disabled = [&](const HloInstruction& instr) {
     for (GenPattern p : DetectPatterns(instr, &b.mesh())) {
       if (options.pattern_weights[static_cast<int>(p)] <= 0) return true;
@@ -2217,11 +2229,12 @@ absl::StatusOr<GeneratedProgram> BuildProgram(const ProgramRecipe& recipe,
   Choices header(recipe.header);
   Mesh mesh = MeshFromHeader(
       header, options.max_devices,
-      options.pattern_weights[static_cast<int>(GenPattern::kTransposedIotaDevices)] > 0);
+      !options.exclude_disabled_patterns ||
+          options.pattern_weights[static_cast<int>(GenPattern::kTransposedIotaDevices)] > 0);
   static constexpr PrimitiveType kBaseTypes[] = {PrimitiveType::kF32, PrimitiveType::kS32,
                                                  PrimitiveType::kF32, PrimitiveType::kBF16};
   PrimitiveType base = kBaseTypes[header.Below(std::size(kBaseTypes))];
-  if (base == PrimitiveType::kBF16 &&
+  if (base == PrimitiveType::kBF16 && options.exclude_disabled_patterns &&
       options.pattern_weights[static_cast<int>(GenPattern::kNarrowFloat)] <= 0) {
     base = PrimitiveType::kF32;
   }

@@ -132,6 +132,9 @@ struct ProgramGenOptions {
   std::array<int, kNumGenPatterns> pattern_weights = DefaultPatternWeights();
   static std::array<int, kNumGenPatterns> DefaultPatternWeights();
   static std::array<int, kNumGenPatterns> NoPatternWeights();  // All 0: no pattern emitted.
+  // Weight 0 keeps a pattern out of the program (steps that would emit it are undone). When
+  // false, weight 0 only means no step emits it on purpose (ordinary steps still may).
+  bool exclude_disabled_patterns = true;
 };
 
 // Sets pattern weights from `name=w,name=w` (`all=w` sets every pattern first). Unknown names

@@ -98,6 +98,7 @@ RC_GTEST_PROP(FuzzProgramGenTest, NarrowMixVerifies, ()) {
   ProgramGenOptions options;
   options.op_weights = ProgramGenOptions::NarrowOpWeights();
   options.pattern_weights = ProgramGenOptions::NoPatternWeights();
+  options.exclude_disabled_patterns = false;  // No pattern steps; the op mix as it was.
   options.max_devices = 16;
   const GeneratedProgram p = *GenProgram(options);
   RC_ASSERT(p.module != nullptr);

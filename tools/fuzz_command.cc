@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "fuzz/campaign.h"
+#include "fuzz/program_gen.h"
 #include "lint/lint.h"
 #include "partitioner/injected_bugs.h"
 #include "target/xla_worker.h"
@@ -158,6 +159,11 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   options.max_devices = *devices;
   options.inject_bug = args->Get("--inject-bug").value_or("");
   options.pattern_weights = args->Get("--pattern-weights").value_or("");
+  {
+    fuzz::ProgramGenOptions gen;
+    const absl::Status weights = fuzz::SetPatternWeights(options.pattern_weights, &gen);
+    if (!weights.ok()) return BadInput(err, "fuzz", weights.message());
+  }
   options.out_dir = args->Get("--out").value_or("fuzz-out");
   options.jobs = *jobs;
   options.cancel = &interrupted;
