@@ -637,7 +637,11 @@ bool Builder::ManualRegion(Choices& ch, bool loop) {
           mark(bc, Make(HloOpcode::kSelect, "select", local, {eqbp, xv, zbp}), manual);
       if (sel == nullptr) return false;
       HloInstruction* reduced = nullptr;
-      if (ch.Below(3) != 0) {
+      // A local reduce gives every device its own value; where devices hold replicas of one
+      // shard (partial replication) they would disagree and the region's result would be
+      // ill-defined, so there the all-reduce (the same value everywhere) it is.
+      const bool replicas = s->NumTiles() < n;
+      if (replicas || ch.Below(3) != 0) {
         reduced = all_reduce(bc, sel);  // Broadcasts the leader's value to every device.
       } else {
         std::vector<int64_t> dims_all(local.rank());
