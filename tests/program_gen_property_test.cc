@@ -109,7 +109,7 @@ RC_GTEST_PROP(FuzzProgramGenTest, NarrowMixVerifies, ()) {
 }
 
 RC_GTEST_PROP(FuzzProgramGenTest, ProgramFromBytesIsDeterministicAndValid, ()) {
-  // Up to ~700 bytes: the header and up to 29 steps.
+  // Up to ~700 bytes: the header and up to 17 steps.
   const std::vector<uint8_t> data =
       *rc::gen::resize(700, rc::gen::arbitrary<std::vector<uint8_t>>());
   const absl::StatusOr<GeneratedProgram> a = ProgramFromBytes(data);
