@@ -279,6 +279,8 @@ class Campaign {
   Campaign(const CampaignOptions& options, std::vector<KnownFinding> known)
       : options_(options), known_(std::move(known)), start_(Clock::now()) {
     gen_.max_devices = options.max_devices;
+    // Validated by RunCampaign.
+    SetPatternWeights(options.pattern_weights, &gen_).IgnoreError();
     target_options_ = options.target;
     target_options_.inject_bug = options.inject_bug;
   }
@@ -309,9 +311,11 @@ class Campaign {
   };
 
   std::string CampaignCommand() const {
-    return absl::StrCat("spmdcheck fuzz --seed ", options_.seed, " --max-devices ",
-                        options_.max_devices, " --partitioner ", options_.partitioners,
-                        options_.inject_bug.empty() ? "" : " --inject-bug " + options_.inject_bug);
+    return absl::StrCat(
+        "spmdcheck fuzz --seed ", options_.seed, " --max-devices ", options_.max_devices,
+        " --partitioner ", options_.partitioners,
+        options_.inject_bug.empty() ? "" : " --inject-bug " + options_.inject_bug,
+        options_.pattern_weights.empty() ? "" : " --pattern-weights " + options_.pattern_weights);
   }
   std::string ReproduceFlags(const std::string& spec) const {
     std::string flags = spec == "reference" ? "" : absl::StrCat(" --partitioner ", spec);
@@ -745,6 +749,11 @@ absl::StatusOr<CampaignReport> RunCampaign(
   }
   if (options.seconds <= 0 && options.cases <= 0) {
     return absl::InvalidArgumentError("give --seconds or --cases");
+  }
+  {
+    ProgramGenOptions gen;
+    absl::Status weights = SetPatternWeights(options.pattern_weights, &gen);
+    if (!weights.ok()) return weights;
   }
   std::error_code ec;
   std::filesystem::create_directories(options.out_dir, ec);

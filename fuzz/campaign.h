@@ -49,6 +49,9 @@ struct CampaignOptions {
   // The partitioners under test (`reference`, `xla`, `shardy`, `cmd:...`, comma-separated):
   // every case goes through each. Each job makes its own (one XLA worker per job).
   std::string partitioners = "reference";
+  // Generator pattern weights, `name=w,...` (fuzz/program_gen.h SetPatternWeights); empty: the
+  // defaults.
+  std::string pattern_weights;
   target::TargetOptions target;
   std::string reproduce_flags;  // Flags for `reproduce:` lines (--xla-venv, --timeout).
   std::string out_dir = "fuzz-out";

@@ -1,892 +1,14 @@
 #include "fuzz/program_gen.h"
 
 #include <algorithm>
-#include <cmath>
-#include <limits>
 #include <numeric>
-#include <sstream>
-#include <utility>
 
-#include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
-#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "fuzz/gen.h"
-#include "fuzz/pipeline_gen.h"
+#include "fuzz/program_builder.h"
 #include "ir/hlo_printer.h"
-#include "ir/mesh.h"
-#include "ir/shape_inference.h"
 
 namespace spmdcheck::fuzz {
-namespace {
-
-using rc::Gen;
-namespace gen = rc::gen;
-
-constexpr const char* kGenOpNames[kNumGenOps] = {"unary",
-                                                 "binary",
-                                                 "convert",
-                                                 "compare-select",
-                                                 "broadcast",
-                                                 "reshape",
-                                                 "transpose",
-                                                 "slice",
-                                                 "pad",
-                                                 "concatenate",
-                                                 "reverse",
-                                                 "reduce",
-                                                 "dot",
-                                                 "gather",
-                                                 "scatter",
-                                                 "dynamic-slice",
-                                                 "dynamic-update-slice",
-                                                 "iota",
-                                                 "constant",
-                                                 "parameter",
-                                                 "while",
-                                                 "pipeline",
-                                                 "pipeline-schedule"};
-
-// Reads choices from a block of bytes; bytes past the end read as 0, so 0 is always the
-// simplest option.
-class Choices {
- public:
-  explicit Choices(absl::Span<const uint8_t> bytes) : bytes_(bytes) {}
-  uint64_t Byte() {
-    const uint64_t b = pos_ < bytes_.size() ? bytes_[pos_] : 0;
-    ++pos_;
-    return b;
-  }
-  // Uniform-ish in [0, n).
-  int64_t Below(int64_t n) {
-    if (n <= 1) return 0;
-    uint64_t v = Byte();
-    if (n > 256) v = v * 256 + Byte();
-    return static_cast<int64_t>(v % static_cast<uint64_t>(n));
-  }
-  // In [lo, hi] (lo when hi < lo).
-  int64_t Range(int64_t lo, int64_t hi) { return hi <= lo ? lo : lo + Below(hi - lo + 1); }
-  bool Percent(int p) { return Below(100) < p; }
-  uint64_t Seed() {
-    uint64_t s = 0;
-    for (int i = 0; i < 3; ++i) s = s * 256 + Byte();
-    return s;
-  }
-
- private:
-  absl::Span<const uint8_t> bytes_;
-  size_t pos_ = 0;
-};
-
-int64_t Product(absl::Span<const int64_t> v) {
-  int64_t p = 1;
-  for (int64_t x : v) p *= x;
-  return p;
-}
-
-bool IsNumeric(PrimitiveType t) {
-  return IsFloatingType(t) || IsSignedIntegralType(t) || IsUnsignedIntegralType(t);
-}
-
-constexpr PrimitiveType kValueTypes[] = {PrimitiveType::kF32, PrimitiveType::kS32,
-                                         PrimitiveType::kBF16};
-
-// The instructions a step added, to undo the step when one of them turns out invalid.
-struct Checkpoint {
-  int64_t instructions = 0;
-  size_t pool = 0;
-  int64_t params = 0;
-  size_t pending = 0;
-};
-
-class Builder {
- public:
-  Builder(const ProgramGenOptions& options, Mesh mesh, PrimitiveType base_type)
-      : options_(options), mesh_(std::move(mesh)), base_type_(base_type) {
-    module_ = std::make_unique<HloModule>("generated");
-    module_->set_num_partitions(mesh_.num_devices());
-    auto entry = std::make_unique<HloComputation>("main");
-    entry_ = module_->AddComputation(std::move(entry));
-    module_->set_entry(entry_);
-  }
-
-  int64_t EntryCount() const { return entry_->instruction_count(); }
-  const std::vector<HloInstruction*>& pool() const { return pool_; }
-
-  Checkpoint Save() const {
-    return Checkpoint{entry_->instruction_count(), pool_.size(), num_params_, pending_.size()};
-  }
-  void Restore(const Checkpoint& c) {
-    entry_->TruncateInstructions(c.instructions);
-    pool_.resize(c.pool);
-    num_params_ = c.params;
-    for (size_t i = c.pending; i < pending_.size(); ++i) {
-      for (auto it = scalar_comps_.begin(); it != scalar_comps_.end();) {
-        if (it->second == pending_[i].get()) {
-          scalar_comps_.erase(it++);
-        } else {
-          ++it;
-        }
-      }
-    }
-    pending_.resize(c.pending);
-  }
-  void Commit() {
-    for (auto& c : pending_) module_->AddComputation(std::move(c));
-    pending_.clear();
-  }
-
-  // Adds `instr` to `comp` after checking its shape against shape inference (the inferred shape
-  // wins when there is one). nullptr when the instruction is inconsistent.
-  HloInstruction* Emit(HloComputation* comp, std::unique_ptr<HloInstruction> instr) {
-    absl::StatusOr<Shape> inferred = InferShape(*instr, mesh_.num_devices(), 1);
-    if (inferred.ok()) {
-      if (!instr->shape().Compatible(*inferred)) return nullptr;
-    } else if (!absl::IsUnimplemented(inferred.status())) {
-      return nullptr;
-    }
-    const Shape& s = instr->shape();
-    if (s.IsArray() && (s.ElementCount() > options_.max_elements || s.ElementCount() < 1)) {
-      return nullptr;
-    }
-    return comp->AddInstruction(std::move(instr));
-  }
-
-  std::unique_ptr<HloInstruction> Make(HloOpcode op, absl::string_view stem, Shape shape,
-                                       std::vector<HloInstruction*> operands = {}) {
-    auto instr =
-        std::make_unique<HloInstruction>(op, absl::StrCat(stem, ".", next_id_++), std::move(shape));
-    instr->set_operands(std::move(operands));
-    return instr;
-  }
-
-  // Emits into the entry computation, adds an array result to the operand pool and maybe gives
-  // it a sharding.
-  HloInstruction* EmitEntry(std::unique_ptr<HloInstruction> instr, Choices& ch,
-                            bool add_to_pool = true) {
-    HloInstruction* out = Emit(entry_, std::move(instr));
-    if (out == nullptr) return nullptr;
-    MaybeShard(out, ch);
-    if (add_to_pool && out->shape().IsArray()) pool_.push_back(out);
-    return out;
-  }
-
-  void MaybeShard(HloInstruction* instr, Choices& ch) {
-    if (!ch.Percent(options_.sharding_percent)) return;
-    const uint64_t seed = ch.Seed();
-    const int size = static_cast<int>(ch.Below(101));
-    std::optional<HloSharding> s = RandomSharding(instr->shape(), seed, size);
-    if (s) instr->set_sharding(*std::move(s));
-  }
-
-  // A sharding from fuzz/gen.h for `shape` on the mesh; manual / maximal ones become replicated
-  // when the options exclude them.
-  std::optional<HloSharding> RandomSharding(const Shape& shape, uint64_t seed, int size) {
-    HloSharding s = GenShardingFor(shape, mesh_)(rc::Random(seed), size).value();
-    return Allowed(s);
-  }
-
-  HloSharding Allowed(const HloSharding& s) const {
-    if (s.IsTuple()) {
-      std::vector<HloSharding> elements;
-      for (const HloSharding& e : s.tuple_elements()) elements.push_back(Allowed(e));
-      return HloSharding::Tuple(std::move(elements));
-    }
-    if (!options_.allow_manual && (s.IsManual() || (s.IsTiled() && s.HasManualSubgroup()))) {
-      return HloSharding::Replicate();
-    }
-    if (!options_.allow_maximal && s.IsMaximal()) return HloSharding::Replicate();
-    return s;
-  }
-
-  // ---- Operand choice -------------------------------------------------------------------------
-
-  // Recent values first: choice 0 is the newest value.
-  HloInstruction* Pick(Choices& ch) {
-    return pool_[pool_.size() - 1 - static_cast<size_t>(ch.Below(pool_.size()))];
-  }
-
-  // A value of exactly `shape`: `self` (when it fits), another value of the pool, a new
-  // parameter or a broadcast constant.
-  HloInstruction* ValueOfShape(const Shape& shape, HloInstruction* self, Choices& ch) {
-    const int64_t form = ch.Below(4);
-    if (form == 0 && self != nullptr && self->shape().Compatible(shape)) return self;
-    if (form <= 1) {
-      std::vector<HloInstruction*> same;
-      for (HloInstruction* v : pool_) {
-        if (v != self && v->shape().Compatible(shape)) same.push_back(v);
-      }
-      if (!same.empty()) return same[same.size() - 1 - ch.Below(same.size())];
-    }
-    if (form == 3) {
-      HloInstruction* c = ScalarConstant(shape.element_type(), ch.Range(-3, 3), ch);
-      if (c == nullptr) return nullptr;
-      std::vector<int64_t> none;
-      auto b = Make(HloOpcode::kBroadcast, "broadcast", shape, {c});
-      b->mutable_attrs().dimensions = none;
-      return EmitEntry(std::move(b), ch, /*add_to_pool=*/false);
-    }
-    return Parameter(shape, ch);
-  }
-
-  HloInstruction* Parameter(const Shape& shape, Choices& ch) {
-    auto p = Make(HloOpcode::kParameter, "param", shape);
-    p->set_parameter_number(num_params_);
-    HloInstruction* out = EmitEntry(std::move(p), ch);
-    if (out != nullptr) ++num_params_;
-    return out;
-  }
-
-  HloInstruction* ScalarConstant(PrimitiveType type, double value, Choices& ch) {
-    Literal literal(Shape::Scalar(type));
-    if (IsFloatingType(type)) {
-      literal.SetDouble(0, value);
-    } else {
-      literal.SetInt64(0, std::isinf(value) ? (value < 0 ? std::numeric_limits<int64_t>::min()
-                                                         : std::numeric_limits<int64_t>::max())
-                                            : static_cast<int64_t>(value));
-    }
-    auto c = Make(HloOpcode::kConstant, "constant", Shape::Scalar(type));
-    c->set_literal(std::move(literal));
-    return EmitEntry(std::move(c), ch, /*add_to_pool=*/false);
-  }
-
-  // The identity of max for `type`.
-  static double Lowest(PrimitiveType type) {
-    if (IsFloatingType(type)) return -std::numeric_limits<double>::infinity();
-    switch (type) {
-      case PrimitiveType::kS32:
-        return std::numeric_limits<int32_t>::min();
-      case PrimitiveType::kS64:
-        return -std::numeric_limits<double>::infinity();
-      default:
-        return 0;
-    }
-  }
-
-  PrimitiveType RandomType(Choices& ch) {
-    // Mostly the program's base type, so binary ops find partners.
-    if (ch.Below(4) != 0) return base_type_;
-    return kValueTypes[ch.Below(std::size(kValueTypes))];
-  }
-
-  std::vector<int64_t> RandomDims(Choices& ch, int64_t min_rank) {
-    const int64_t rank = ch.Range(min_rank, options_.max_rank);
-    std::vector<int64_t> dims;
-    for (int64_t i = 0; i < rank; ++i) dims.push_back(1 + ch.Below(options_.max_dim));
-    while (Product(dims) > options_.max_elements) {
-      auto it = std::max_element(dims.begin(), dims.end());
-      *it = (*it + 1) / 2;
-    }
-    return dims;
-  }
-
-  // A scalar computation `(x, y) -> op(x, y)` (op kAdd / kMaximum) for `type`.
-  HloComputation* ScalarComputation(HloOpcode op, PrimitiveType type) {
-    const std::string name =
-        absl::StrCat(HloOpcodeString(op) == "add" ? "add" : "max", "_", PrimitiveTypeName(type));
-    auto it = scalar_comps_.find(name);
-    if (it != scalar_comps_.end()) return it->second;
-    auto comp = std::make_unique<HloComputation>(name);
-    const Shape scalar = Shape::Scalar(type);
-    auto x = Make(HloOpcode::kParameter, "x", scalar);
-    x->set_parameter_number(0);
-    auto y = Make(HloOpcode::kParameter, "y", scalar);
-    y->set_parameter_number(1);
-    HloInstruction* xp = comp->AddInstruction(std::move(x));
-    HloInstruction* yp = comp->AddInstruction(std::move(y));
-    HloInstruction* r =
-        comp->AddInstruction(Make(op, op == HloOpcode::kAdd ? "add" : "maximum", scalar, {xp, yp}));
-    comp->set_root(r);
-    HloComputation* out = comp.get();
-    pending_.push_back(std::move(comp));
-    scalar_comps_[name] = out;
-    return out;
-  }
-
-  // ---- Steps ----------------------------------------------------------------------------------
-
-  bool Step(GenOp op, Choices& ch);
-
-  bool Unary(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const HloOpcode op = ch.Below(2) == 0 ? HloOpcode::kNegate : HloOpcode::kAbs;
-    if (!IsNumeric(a->shape().element_type())) return false;
-    return EmitEntry(Make(op, HloOpcodeString(op), a->shape(), {a}), ch) != nullptr;
-  }
-
-  bool Binary(Choices& ch) {
-    static constexpr HloOpcode kOps[] = {HloOpcode::kAdd, HloOpcode::kMultiply,
-                                         HloOpcode::kSubtract, HloOpcode::kMaximum};
-    const HloOpcode op = kOps[ch.Below(4)];
-    HloInstruction* a = Pick(ch);
-    HloInstruction* b = ValueOfShape(a->shape(), a, ch);
-    if (b == nullptr) return false;
-    if (ch.Below(2) == 1) std::swap(a, b);
-    return EmitEntry(Make(op, HloOpcodeString(op), a->shape(), {a, b}), ch) != nullptr;
-  }
-
-  bool Convert(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    Shape s = a->shape();
-    PrimitiveType t = kValueTypes[ch.Below(std::size(kValueTypes))];
-    if (t == s.element_type()) t = kValueTypes[(ch.Below(2) + 1) % std::size(kValueTypes)];
-    s.set_element_type(t);
-    return EmitEntry(Make(HloOpcode::kConvert, "convert", s, {a}), ch) != nullptr;
-  }
-
-  bool CompareSelect(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    HloInstruction* b = ValueOfShape(a->shape(), a, ch);
-    if (b == nullptr) return false;
-    Shape pred = a->shape();
-    pred.set_element_type(PrimitiveType::kPred);
-    auto cmp = Make(HloOpcode::kCompare, "compare", pred, {a, b});
-    cmp->mutable_attrs().direction = static_cast<ComparisonDirection>(ch.Below(6));
-    HloInstruction* c = EmitEntry(std::move(cmp), ch, /*add_to_pool=*/false);
-    if (c == nullptr) return false;
-    if (ch.Below(2) == 1) std::swap(a, b);
-    return EmitEntry(Make(HloOpcode::kSelect, "select", a->shape(), {c, a, b}), ch) != nullptr;
-  }
-
-  bool Broadcast(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const Shape& s = a->shape();
-    const int64_t r = s.rank();
-    const int64_t extra = ch.Range(0, std::min<int64_t>(2, options_.max_rank - r));
-    const int64_t out_rank = r + extra;
-    // Positions of the new dims: `extra` distinct positions out of out_rank.
-    std::vector<bool> is_new(out_rank, false);
-    for (int64_t i = 0; i < extra; ++i) {
-      int64_t k = ch.Below(out_rank - i);
-      for (int64_t p = 0; p < out_rank; ++p) {
-        if (is_new[p]) continue;
-        if (k-- == 0) {
-          is_new[p] = true;
-          break;
-        }
-      }
-    }
-    std::vector<int64_t> dims, mapping;
-    int64_t next = 0;
-    for (int64_t p = 0; p < out_rank; ++p) {
-      if (is_new[p]) {
-        dims.push_back(1 + ch.Below(options_.max_dim));
-      } else {
-        mapping.push_back(p);
-        dims.push_back(s.dimensions(next++));
-      }
-    }
-    for (int64_t p = 0; p < out_rank && Product(dims) > options_.max_elements; ++p) {
-      if (is_new[p]) dims[p] = 1;
-    }
-    auto b = Make(HloOpcode::kBroadcast, "broadcast", Shape::Array(s.element_type(), dims), {a});
-    b->mutable_attrs().dimensions = mapping;
-    return EmitEntry(std::move(b), ch) != nullptr;
-  }
-
-  bool Reshape(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const Shape& s = a->shape();
-    std::vector<int64_t> dims = s.dimensions();
-    const int64_t r = s.rank();
-    switch (ch.Below(6)) {
-      case 0:  // Merge two adjacent dims.
-        if (r >= 2) {
-          const int64_t i = ch.Below(r - 1);
-          dims[i] *= dims[i + 1];
-          dims.erase(dims.begin() + i + 1);
-          break;
-        }
-        [[fallthrough]];
-      case 1: {  // Split a dim into two factors.
-        std::vector<int64_t> splittable;
-        for (int64_t i = 0; i < r; ++i) {
-          if (dims[i] >= 4 || dims[i] == 2 || dims[i] == 3) splittable.push_back(i);
-        }
-        if (!splittable.empty() && r < options_.max_rank) {
-          const int64_t i = splittable[ch.Below(splittable.size())];
-          std::vector<int64_t> divisors;
-          for (int64_t d = 1; d <= dims[i]; ++d) {
-            if (dims[i] % d == 0) divisors.push_back(d);
-          }
-          const int64_t f = divisors[ch.Below(divisors.size())];
-          const int64_t rest = dims[i] / f;
-          dims[i] = f;
-          dims.insert(dims.begin() + i + 1, rest);
-          break;
-        }
-        [[fallthrough]];
-      }
-      case 2:  // Insert a size-1 dim.
-        if (r < options_.max_rank) {
-          dims.insert(dims.begin() + ch.Below(r + 1), 1);
-          break;
-        }
-        [[fallthrough]];
-      case 3: {  // Remove a size-1 dim.
-        auto it = std::find(dims.begin(), dims.end(), 1);
-        if (it != dims.end()) {
-          dims.erase(it);
-          break;
-        }
-        [[fallthrough]];
-      }
-      case 4:  // Flatten.
-        dims = {s.ElementCount()};
-        break;
-      default: {  // Refactor the element count into random dims.
-        int64_t n = s.ElementCount();
-        dims.clear();
-        const int64_t rank = ch.Range(1, options_.max_rank);
-        for (int64_t i = 0; i + 1 < rank; ++i) {
-          std::vector<int64_t> divisors;
-          for (int64_t d = 1; d <= n; ++d) {
-            if (n % d == 0) divisors.push_back(d);
-          }
-          const int64_t f = divisors[ch.Below(divisors.size())];
-          dims.push_back(f);
-          n /= f;
-        }
-        dims.push_back(n);
-        break;
-      }
-    }
-    return EmitEntry(
-               Make(HloOpcode::kReshape, "reshape", Shape::Array(s.element_type(), dims), {a}),
-               ch) != nullptr;
-  }
-
-  std::vector<int64_t> Permutation(int64_t n, Choices& ch) {
-    std::vector<int64_t> perm(n);
-    std::iota(perm.begin(), perm.end(), 0);
-    for (int64_t i = 0; i + 1 < n; ++i) std::swap(perm[i], perm[i + ch.Below(n - i)]);
-    return perm;
-  }
-
-  bool Transpose(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const Shape& s = a->shape();
-    const std::vector<int64_t> perm = Permutation(s.rank(), ch);
-    std::vector<int64_t> dims;
-    for (int64_t p : perm) dims.push_back(s.dimensions(p));
-    auto t = Make(HloOpcode::kTranspose, "transpose", Shape::Array(s.element_type(), dims), {a});
-    t->mutable_attrs().dimensions = perm;
-    return EmitEntry(std::move(t), ch) != nullptr;
-  }
-
-  bool Slice(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const Shape& s = a->shape();
-    if (s.rank() == 0) return false;
-    std::vector<SliceDim> slice;
-    std::vector<int64_t> dims;
-    for (int64_t i = 0; i < s.rank(); ++i) {
-      const int64_t d = s.dimensions(i);
-      SliceDim sd;
-      sd.start = ch.Below(d);
-      sd.limit = d - ch.Below(d - sd.start);
-      sd.stride = 1 + (ch.Below(4) == 3 ? ch.Below(3) : 0);
-      slice.push_back(sd);
-      dims.push_back((sd.limit - sd.start + sd.stride - 1) / sd.stride);
-    }
-    auto out = Make(HloOpcode::kSlice, "slice", Shape::Array(s.element_type(), dims), {a});
-    out->mutable_attrs().slice = slice;
-    return EmitEntry(std::move(out), ch) != nullptr;
-  }
-
-  bool Pad(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const Shape& s = a->shape();
-    if (s.rank() == 0) return false;
-    HloInstruction* value = ScalarConstant(s.element_type(), ch.Range(-1, 1), ch);
-    if (value == nullptr) return false;
-    std::vector<PadDim> padding;
-    std::vector<int64_t> dims;
-    for (int64_t i = 0; i < s.rank(); ++i) {
-      const int64_t d = s.dimensions(i);
-      PadDim p;
-      p.interior = ch.Below(4) == 3 ? ch.Range(1, 2) : 0;
-      const int64_t base = d + (d - 1) * p.interior;
-      // Negative padding keeps at least one element.
-      p.low = ch.Below(4) == 3 ? -ch.Below(std::min<int64_t>(base - 1, 3) + 1) : ch.Below(3);
-      const int64_t after_low = base + p.low;
-      p.high = ch.Below(4) == 3 ? -ch.Below(std::min<int64_t>(after_low - 1, 3) + 1) : ch.Below(3);
-      padding.push_back(p);
-      dims.push_back(after_low + p.high);
-    }
-    auto out = Make(HloOpcode::kPad, "pad", Shape::Array(s.element_type(), dims), {a, value});
-    out->mutable_attrs().padding = padding;
-    return EmitEntry(std::move(out), ch) != nullptr;
-  }
-
-  bool Concatenate(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const Shape& s = a->shape();
-    if (s.rank() == 0) return false;
-    const int64_t dim = ch.Below(s.rank());
-    const int64_t count = ch.Range(2, 3);
-    std::vector<HloInstruction*> operands = {a};
-    std::vector<int64_t> dims = s.dimensions();
-    for (int64_t i = 1; i < count; ++i) {
-      HloInstruction* b = nullptr;
-      const int64_t form = ch.Below(3);
-      if (form == 0) {
-        b = a;
-      } else if (form == 1) {
-        for (HloInstruction* v : pool_) {
-          const Shape& vs = v->shape();
-          if (v == a || vs.element_type() != s.element_type() || vs.rank() != s.rank()) continue;
-          bool match = true;
-          for (int64_t k = 0; k < s.rank(); ++k) match &= k == dim || vs.dimensions(k) == dims[k];
-          if (match) b = v;
-        }
-      }
-      if (b == nullptr) {
-        std::vector<int64_t> bd = s.dimensions();
-        bd[dim] = 1 + ch.Below(options_.max_dim);
-        b = Parameter(Shape::Array(s.element_type(), bd), ch);
-        if (b == nullptr) return false;
-      }
-      operands.push_back(b);
-    }
-    if (ch.Below(2) == 1) std::reverse(operands.begin(), operands.end());
-    dims[dim] = 0;
-    for (HloInstruction* o : operands) dims[dim] += o->shape().dimensions(dim);
-    auto out = Make(HloOpcode::kConcatenate, "concatenate", Shape::Array(s.element_type(), dims),
-                    operands);
-    out->mutable_attrs().dimensions = std::vector<int64_t>{dim};
-    return EmitEntry(std::move(out), ch) != nullptr;
-  }
-
-  bool Reverse(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    std::vector<int64_t> dims;
-    for (int64_t i = 0; i < a->shape().rank(); ++i) {
-      if (ch.Below(2) == 1) dims.push_back(i);
-    }
-    if (dims.empty() && a->shape().rank() > 0) dims.push_back(0);
-    auto out = Make(HloOpcode::kReverse, "reverse", a->shape(), {a});
-    out->mutable_attrs().dimensions = dims;
-    return EmitEntry(std::move(out), ch) != nullptr;
-  }
-
-  bool Reduce(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const Shape& s = a->shape();
-    if (s.rank() == 0) return false;
-    const PrimitiveType t = s.element_type();
-    const bool is_max = ch.Below(2) == 1;
-    std::vector<int64_t> reduced, kept;
-    for (int64_t i = 0; i < s.rank(); ++i) {
-      if (ch.Below(2) == 0) {
-        reduced.push_back(i);
-      } else {
-        kept.push_back(s.dimensions(i));
-      }
-    }
-    if (reduced.empty()) {
-      reduced.push_back(s.rank() - 1);
-      kept.pop_back();
-    }
-    HloInstruction* init = ScalarConstant(t, is_max ? Lowest(t) : 0, ch);
-    if (init == nullptr) return false;
-    HloComputation* fn = ScalarComputation(is_max ? HloOpcode::kMaximum : HloOpcode::kAdd, t);
-    auto out = Make(HloOpcode::kReduce, "reduce", Shape::Array(t, kept), {a, init});
-    out->mutable_attrs().dimensions = reduced;
-    out->mutable_called().push_back(CalledComputations{"to_apply", {fn}, false});
-    return EmitEntry(std::move(out), ch) != nullptr;
-  }
-
-  bool Dot(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const Shape& s = a->shape();
-    const int64_t r = s.rank();
-    if (r == 0 || r > 3) return false;
-    // Roles of lhs dims: 0 free, 1 contracting, 2 batch.
-    std::vector<int> role(r, 0);
-    const int64_t contracting = ch.Below(5) == 4 ? 0 : 1 + (r >= 3 && ch.Below(4) == 3);
-    const std::vector<int64_t> order = Permutation(r, ch);
-    int64_t k = 0;
-    for (; k < contracting && k < r; ++k) role[order[k]] = 1;
-    if (k < r && ch.Below(3) == 2) role[order[k++]] = 2;
-    DotDimensionNumbers dn;
-    std::vector<int64_t> rhs_dims;
-    for (int64_t i = 0; i < r; ++i) {
-      if (role[i] == 2) {
-        dn.lhs_batch.push_back(i);
-        dn.rhs_batch.push_back(static_cast<int64_t>(rhs_dims.size()));
-        rhs_dims.push_back(s.dimensions(i));
-      }
-    }
-    // Contracting and free rhs dims after the batch dims, interleaved at random.
-    std::vector<std::pair<int64_t, int64_t>> rest;  // (lhs dim or -1 for free, size)
-    for (int64_t i = 0; i < r; ++i) {
-      if (role[i] == 1) rest.push_back({i, s.dimensions(i)});
-    }
-    // XLA's dot needs operands of rank >= 1: a rhs without batch or contracting dims gets a free
-    // dim.
-    const int64_t free = ch.Below(3) == 0 && !(rest.empty() && rhs_dims.empty()) ? 0 : 1;
-    for (int64_t i = 0; i < free; ++i) rest.push_back({-1, 1 + ch.Below(options_.max_dim)});
-    const std::vector<int64_t> perm = Permutation(rest.size(), ch);
-    for (int64_t p : perm) {
-      if (rest[p].first >= 0) {
-        dn.lhs_contracting.push_back(rest[p].first);
-        dn.rhs_contracting.push_back(static_cast<int64_t>(rhs_dims.size()));
-      }
-      rhs_dims.push_back(rest[p].second);
-    }
-    const Shape rhs_shape = Shape::Array(s.element_type(), rhs_dims);
-    if (rhs_shape.ElementCount() > options_.max_elements) return false;
-    HloInstruction* b = ValueOfShape(rhs_shape, a, ch);
-    if (b == nullptr) return false;
-    std::vector<int64_t> out_dims;
-    for (int64_t i : dn.lhs_batch) out_dims.push_back(s.dimensions(i));
-    for (int64_t i = 0; i < r; ++i) {
-      if (role[i] == 0) out_dims.push_back(s.dimensions(i));
-    }
-    for (int64_t i = 0; i < rhs_shape.rank(); ++i) {
-      if (std::find(dn.rhs_batch.begin(), dn.rhs_batch.end(), i) == dn.rhs_batch.end() &&
-          std::find(dn.rhs_contracting.begin(), dn.rhs_contracting.end(), i) ==
-              dn.rhs_contracting.end()) {
-        out_dims.push_back(rhs_dims[i]);
-      }
-    }
-    if (static_cast<int64_t>(out_dims.size()) > options_.max_rank) return false;
-    auto out = Make(HloOpcode::kDot, "dot", Shape::Array(s.element_type(), out_dims), {a, b});
-    out->mutable_attrs().dot_dimension_numbers = dn;
-    return EmitEntry(std::move(out), ch) != nullptr;
-  }
-
-  // The element type of index operands: mostly s32, sometimes s64 or u32 (mixed signedness and
-  // widths are where index arithmetic goes wrong).
-  static PrimitiveType IndexType(Choices& ch) {
-    static constexpr PrimitiveType kTypes[] = {PrimitiveType::kS32, PrimitiveType::kS32,
-                                               PrimitiveType::kS32, PrimitiveType::kS64,
-                                               PrimitiveType::kU32};
-    return kTypes[ch.Below(std::size(kTypes))];
-  }
-
-  // Index operand of shape `dims`: a parameter (the oracle feeds it out-of-range values) or a
-  // constant with values in [-2, bound + 2] (negative ones wrap for u32).
-  HloInstruction* Indices(const std::vector<int64_t>& dims, int64_t bound, Choices& ch) {
-    const Shape shape = Shape::Array(IndexType(ch), dims);
-    if (ch.Below(2) == 0) return Parameter(shape, ch);
-    Literal literal(shape);
-    for (int64_t i = 0; i < shape.ElementCount(); ++i) {
-      literal.SetInt64(i, ch.Range(-2, bound + 2));
-    }
-    auto c = Make(HloOpcode::kConstant, "constant", shape);
-    c->set_literal(std::move(literal));
-    return EmitEntry(std::move(c), ch, /*add_to_pool=*/false);
-  }
-
-  bool Gather(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const Shape& s = a->shape();
-    const int64_t r = s.rank();
-    if (r == 0) return false;
-    const int64_t k = ch.Range(1, std::min<int64_t>(2, r));
-    std::vector<int64_t> map = Permutation(r, ch);
-    map.resize(k);
-    std::vector<int64_t> slice_sizes = s.dimensions();
-    std::vector<int64_t> collapsed;
-    int64_t bound = 0;
-    for (int64_t d : map) {
-      if (ch.Below(2) == 0) {
-        slice_sizes[d] = 1;
-        collapsed.push_back(d);
-      } else {
-        slice_sizes[d] = 1 + ch.Below(s.dimensions(d));
-      }
-      bound = std::max(bound, s.dimensions(d) - slice_sizes[d]);
-    }
-    std::sort(collapsed.begin(), collapsed.end());
-    const int64_t n = 1 + ch.Below(4);
-    HloInstruction* idx = Indices({n, k}, bound, ch);
-    if (idx == nullptr) return false;
-    const int64_t offset_count = r - static_cast<int64_t>(collapsed.size());
-    const bool batch_first = ch.Below(2) == 0;
-    GatherDimensionNumbers dn;
-    std::vector<int64_t> out_dims;
-    if (batch_first) out_dims.push_back(n);
-    for (int64_t i = 0; i < offset_count; ++i) dn.offset_dims.push_back(batch_first ? i + 1 : i);
-    for (int64_t d = 0; d < r; ++d) {
-      if (std::find(collapsed.begin(), collapsed.end(), d) == collapsed.end()) {
-        out_dims.push_back(slice_sizes[d]);
-      }
-    }
-    if (!batch_first) out_dims.push_back(n);
-    dn.collapsed_slice_dims = collapsed;
-    dn.start_index_map = map;
-    dn.index_vector_dim = 1;
-    auto out =
-        Make(HloOpcode::kGather, "gather", Shape::Array(s.element_type(), out_dims), {a, idx});
-    out->mutable_attrs().gather_dimension_numbers = dn;
-    out->mutable_attrs().gather_slice_sizes = slice_sizes;
-    return EmitEntry(std::move(out), ch) != nullptr;
-  }
-
-  bool Scatter(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const Shape& s = a->shape();
-    const int64_t r = s.rank();
-    if (r == 0) return false;
-    const PrimitiveType t = s.element_type();
-    const int64_t k = ch.Range(1, std::min<int64_t>(2, r));
-    std::vector<int64_t> map = Permutation(r, ch);
-    map.resize(k);
-    std::vector<int64_t> window = s.dimensions();
-    std::vector<int64_t> inserted;
-    int64_t bound = 0;
-    for (int64_t d : map) {
-      if (ch.Below(2) == 0) {
-        window[d] = 1;
-        inserted.push_back(d);
-      } else {
-        window[d] = 1 + ch.Below(s.dimensions(d));
-      }
-      bound = std::max(bound, s.dimensions(d) - window[d]);
-    }
-    std::sort(inserted.begin(), inserted.end());
-    const int64_t n = 1 + ch.Below(3);
-    HloInstruction* idx = Indices({n, k}, bound, ch);
-    if (idx == nullptr) return false;
-    std::vector<int64_t> update_dims = {n};
-    ScatterDimensionNumbers dn;
-    for (int64_t d = 0; d < r; ++d) {
-      if (std::find(inserted.begin(), inserted.end(), d) == inserted.end()) {
-        dn.update_window_dims.push_back(static_cast<int64_t>(update_dims.size()));
-        update_dims.push_back(window[d]);
-      }
-    }
-    dn.inserted_window_dims = inserted;
-    dn.scatter_dims_to_operand_dims = map;
-    dn.index_vector_dim = 1;
-    HloInstruction* updates = ValueOfShape(Shape::Array(t, update_dims), nullptr, ch);
-    if (updates == nullptr) return false;
-    const bool is_max = ch.Below(2) == 1;
-    HloComputation* fn = ScalarComputation(is_max ? HloOpcode::kMaximum : HloOpcode::kAdd, t);
-    auto out = Make(HloOpcode::kScatter, "scatter", s, {a, idx, updates});
-    out->mutable_attrs().scatter_dimension_numbers = dn;
-    out->mutable_called().push_back(CalledComputations{"to_apply", {fn}, false});
-    return EmitEntry(std::move(out), ch) != nullptr;
-  }
-
-  // `rank` scalar start indices of one index type, in-range and out-of-range ones.
-  bool StartIndices(const Shape& s, const std::vector<int64_t>& sizes, Choices& ch,
-                    std::vector<HloInstruction*>* out) {
-    const PrimitiveType type = IndexType(ch);
-    for (int64_t i = 0; i < s.rank(); ++i) {
-      HloInstruction* v;
-      if (ch.Below(3) == 2) {
-        v = Parameter(Shape::Scalar(type), ch);
-      } else {
-        v = ScalarConstant(type, ch.Range(-2, s.dimensions(i) - sizes[i] + 2), ch);
-      }
-      if (v == nullptr) return false;
-      out->push_back(v);
-    }
-    return true;
-  }
-
-  bool DynamicSlice(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const Shape& s = a->shape();
-    if (s.rank() == 0) return false;
-    std::vector<int64_t> sizes;
-    for (int64_t d : s.dimensions()) sizes.push_back(1 + ch.Below(d));
-    std::vector<HloInstruction*> operands = {a};
-    if (!StartIndices(s, sizes, ch, &operands)) return false;
-    auto out = Make(HloOpcode::kDynamicSlice, "dynamic-slice",
-                    Shape::Array(s.element_type(), sizes), operands);
-    out->mutable_attrs().dynamic_slice_sizes = sizes;
-    return EmitEntry(std::move(out), ch) != nullptr;
-  }
-
-  bool DynamicUpdateSlice(Choices& ch) {
-    HloInstruction* a = Pick(ch);
-    const Shape& s = a->shape();
-    if (s.rank() == 0) return false;
-    std::vector<int64_t> sizes;
-    for (int64_t d : s.dimensions()) sizes.push_back(1 + ch.Below(d));
-    HloInstruction* update = ValueOfShape(Shape::Array(s.element_type(), sizes), a, ch);
-    if (update == nullptr) return false;
-    std::vector<HloInstruction*> operands = {a, update};
-    if (!StartIndices(s, sizes, ch, &operands)) return false;
-    return EmitEntry(Make(HloOpcode::kDynamicUpdateSlice, "dynamic-update-slice", s, operands),
-                     ch) != nullptr;
-  }
-
-  bool Iota(Choices& ch) {
-    const Shape s = Shape::Array(RandomType(ch), RandomDims(ch, 1));
-    auto out = Make(HloOpcode::kIota, "iota", s);
-    out->mutable_attrs().iota_dimension = ch.Below(s.rank());
-    return EmitEntry(std::move(out), ch) != nullptr;
-  }
-
-  bool Constant(Choices& ch) {
-    const PrimitiveType t = RandomType(ch);
-    std::vector<int64_t> dims;
-    const int64_t rank = ch.Below(3);
-    for (int64_t i = 0; i < rank; ++i) dims.push_back(1 + ch.Below(4));
-    const Shape s = Shape::Array(t, dims);
-    Literal literal(s);
-    for (int64_t i = 0; i < s.ElementCount(); ++i) {
-      if (IsFloatingType(t)) {
-        literal.SetDouble(i, static_cast<double>(ch.Range(-3, 3)));
-      } else {
-        literal.SetInt64(i, ch.Range(-3, 3));
-      }
-    }
-    auto c = Make(HloOpcode::kConstant, "constant", s);
-    c->set_literal(std::move(literal));
-    return EmitEntry(std::move(c), ch) != nullptr;
-  }
-
-  bool NewParameter(Choices& ch) {
-    return Parameter(Shape::Array(RandomType(ch), RandomDims(ch, 0)), ch) != nullptr;
-  }
-
-  // while loop: state (s32[] counter, x[, w]); the body updates x by negate / add / multiply /
-  // rotate (slice + concatenate along one dim), plus the invariant w in a pipeline.
-  bool While(Choices& ch, bool pipeline);
-
-  // A GPipe- or 1F1B-style pipeline over axes of the mesh, emitted by fuzz/pipeline_gen.h.
-  bool PipelineSchedule(Choices& ch) {
-    std::optional<PipelineOnMesh> p =
-        PipelineSpecForMesh(mesh_, [&ch](int64_t n) { return ch.Below(n); });
-    if (!p.has_value()) return false;
-    PipelineSink sink;
-    sink.parameter = [&](const Shape& shape) { return Parameter(shape, ch); };
-    sink.add = [&](std::unique_ptr<HloInstruction> h) { return Emit(entry_, std::move(h)); };
-    sink.add_computation = [&](std::unique_ptr<HloComputation> c) {
-      pending_.push_back(std::move(c));
-    };
-    sink.name = [&](absl::string_view stem) { return absl::StrCat(stem, ".", next_id_++); };
-    absl::StatusOr<HloInstruction*> out =
-        EmitPipeline(p->spec, mesh_, p->stage_axis, p->data_axis, p->tensor_axis, sink);
-    if (!out.ok()) return false;
-    pool_.push_back(*out);
-    return true;
-  }
-
-  std::unique_ptr<HloModule> Finish(Choices& ch);
-
- private:
-  const ProgramGenOptions& options_;
-  Mesh mesh_;
-  PrimitiveType base_type_;
-  std::unique_ptr<HloModule> module_;
-  HloComputation* entry_ = nullptr;
-  std::vector<HloInstruction*> pool_;
-  int64_t num_params_ = 0;
-  int64_t next_id_ = 0;
-  int64_t next_comp_id_ = 0;
-  absl::flat_hash_map<std::string, HloComputation*> scalar_comps_;
-  std::vector<std::unique_ptr<HloComputation>> pending_;
-};
-
+namespace program_gen_internal {
 bool Builder::While(Choices& ch, bool pipeline) {
   HloInstruction* x = Pick(ch);
   const Shape& xs = x->shape();
@@ -1009,7 +131,16 @@ bool Builder::While(Choices& ch, bool pipeline) {
     }
     if (nx == nullptr) return false;
     std::vector<HloInstruction*> outs = {next, nx};
-    if (pipeline) outs.push_back(gte[2]);
+    if (pipeline) {
+      // The weights go round through a copy: XLA's HLO -> StableHLO import turns a state element
+      // the body passes through unchanged into an implicit capture and keeps the while's old
+      // tuple sharding, which XLA then refuses (leaf_count == tuple_elements_.size()) -- a limit
+      // of the route into XLA that jax programs never take, not of its partitioner.
+      HloInstruction* w_out =
+          Emit(body.get(), Make(HloOpcode::kCopy, "weights", elements[2], {gte[2]}));
+      if (w_out == nullptr) return false;
+      outs.push_back(w_out);
+    }
     auto t = Make(HloOpcode::kTuple, "tuple", state, outs);
     shard(t.get());
     HloInstruction* root = Emit(body.get(), std::move(t));
@@ -1086,6 +217,14 @@ bool Builder::Step(GenOp op, Choices& ch) {
       return While(ch, /*pipeline=*/true);
     case GenOp::kPipelineSchedule:
       return PipelineSchedule(ch);
+    case GenOp::kConvolution:
+      return Convolution(ch);
+    case GenOp::kSort:
+      return Sort(ch);
+    case GenOp::kTopK:
+      return TopK(ch);
+    case GenOp::kReduceWindow:
+      return ReduceWindow(ch);
   }
   return false;
 }
@@ -1113,12 +252,53 @@ std::unique_ptr<HloModule> Builder::Finish(Choices& ch) {
   return std::move(module_);
 }
 
+}  // namespace program_gen_internal
+
+namespace {
+
+using program_gen_internal::Builder;
+using program_gen_internal::Checkpoint;
+using program_gen_internal::Choices;
+using program_gen_internal::Product;
+using rc::Gen;
+namespace gen = rc::gen;
+
+constexpr const char* kGenOpNames[kNumGenOps] = {"unary",
+                                                 "binary",
+                                                 "convert",
+                                                 "compare-select",
+                                                 "broadcast",
+                                                 "reshape",
+                                                 "transpose",
+                                                 "slice",
+                                                 "pad",
+                                                 "concatenate",
+                                                 "reverse",
+                                                 "reduce",
+                                                 "dot",
+                                                 "gather",
+                                                 "scatter",
+                                                 "dynamic-slice",
+                                                 "dynamic-update-slice",
+                                                 "iota",
+                                                 "constant",
+                                                 "parameter",
+                                                 "while",
+                                                 "pipeline",
+                                                 "pipeline-schedule",
+                                                 "convolution",
+                                                 "sort",
+                                                 "topk",
+                                                 "reduce-window"};
+
+// Reads choices from a block of bytes; bytes past the end read as 0, so 0 is always the
+
 std::vector<int64_t> Reversed(std::vector<int64_t> v) {
   std::reverse(v.begin(), v.end());
   return v;
 }
 
-Mesh MeshFromHeader(Choices& ch, int64_t max_devices) {
+Mesh MeshFromHeader(Choices& ch, int64_t max_devices, bool allow_transposed) {
   static constexpr int64_t kSizes[] = {1, 2, 2, 4, 3, 2, 8, 4, 2, 6, 5, 16};
   const int64_t k = 1 + ch.Below(3);
   std::vector<int64_t> sizes;
@@ -1131,7 +311,7 @@ Mesh MeshFromHeader(Choices& ch, int64_t max_devices) {
   std::vector<MeshAxis> axes;
   for (int64_t i = 0; i < k; ++i) axes.push_back({kNames[i], sizes[i]});
   std::optional<TileAssignment> devices;
-  if (k > 1 && ch.Below(3) == 2) {
+  if (k > 1 && ch.Below(3) == 2 && allow_transposed) {
     std::vector<int64_t> perm(k);
     std::iota(perm.begin(), perm.end(), 0);
     absl::StatusOr<TileAssignment> t = TileAssignment::Iota(sizes, Reversed(sizes), Reversed(perm));
@@ -1142,17 +322,51 @@ Mesh MeshFromHeader(Choices& ch, int64_t max_devices) {
   return *mesh;
 }
 
-GenOp PickOp(Choices& ch, const ProgramGenOptions& options) {
+// What a step emits: an op, or a pattern on purpose.
+struct StepKind {
+  std::optional<GenOp> op;
+  std::optional<GenPattern> pattern;
+};
+
+StepKind PickStep(Choices& ch, const ProgramGenOptions& options) {
   int64_t total = 0;
   for (int w : options.op_weights) total += std::max(w, 0);
-  if (total <= 0) return GenOp::kUnary;
+  for (int w : options.pattern_weights) total += std::max(w, 0);
+  if (total <= 0) return {GenOp::kUnary, std::nullopt};
   int64_t pick = ch.Below(total);
   for (int i = 0; i < kNumGenOps; ++i) {
     const int64_t w = std::max(options.op_weights[i], 0);
-    if (pick < w) return static_cast<GenOp>(i);
+    if (pick < w) return {static_cast<GenOp>(i), std::nullopt};
     pick -= w;
   }
-  return GenOp::kUnary;
+  for (int i = 0; i < kNumGenPatterns; ++i) {
+    const int64_t w = std::max(options.pattern_weights[i], 0);
+    if (pick < w) return {std::nullopt, static_cast<GenPattern>(i)};
+    pick -= w;
+  }
+  return {GenOp::kUnary, std::nullopt};
+}
+
+// Whether the instructions a step added (entry instructions from `first` on, and the step's
+// new computations) contain a pattern of weight 0.
+bool StepHasDisabledPattern(const Builder& b, int64_t first, const ProgramGenOptions& options) {
+  if (!options.exclude_disabled_patterns) return false;
+  auto disabled = [&](const HloInstruction& instr) {
+    for (GenPattern p : DetectPatterns(instr, &b.mesh())) {
+      if (options.pattern_weights[static_cast<int>(p)] <= 0) return true;
+    }
+    return false;
+  };
+  const auto& entry = b.entry()->instructions();
+  for (int64_t i = first; i < static_cast<int64_t>(entry.size()); ++i) {
+    if (disabled(*entry[i])) return true;
+  }
+  for (const auto& comp : b.pending()) {
+    for (const auto& instr : comp->instructions()) {
+      if (disabled(*instr)) return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -1185,6 +399,10 @@ std::array<int, kNumGenOps> ProgramGenOptions::DefaultOpWeights() {
   set(GenOp::kWhile, 3);
   set(GenOp::kPipeline, 2);
   set(GenOp::kPipelineSchedule, 2);
+  set(GenOp::kConvolution, 3);
+  set(GenOp::kSort, 3);
+  set(GenOp::kTopK, 2);
+  set(GenOp::kReduceWindow, 3);
   return w;
 }
 
@@ -1195,7 +413,10 @@ std::array<int, kNumGenOps> ProgramGenOptions::NarrowOpWeights() {
                    GenOp::kDynamicUpdateSlice, GenOp::kIota, GenOp::kWhile, GenOp::kPipeline}) {
     w[static_cast<int>(op)] = 0;
   }
-  w[static_cast<int>(GenOp::kPipelineSchedule)] = 0;
+  for (GenOp op : {GenOp::kPipelineSchedule, GenOp::kConvolution, GenOp::kSort, GenOp::kTopK,
+                   GenOp::kReduceWindow}) {
+    w[static_cast<int>(op)] = 0;
+  }
   return w;
 }
 
@@ -1219,31 +440,43 @@ absl::StatusOr<GeneratedProgram> BuildProgram(const ProgramRecipe& recipe,
     return absl::InvalidArgumentError("program generator options must be positive");
   }
   Choices header(recipe.header);
-  Mesh mesh = MeshFromHeader(header, options.max_devices);
+  Mesh mesh = MeshFromHeader(
+      header, options.max_devices,
+      !options.exclude_disabled_patterns ||
+          options.pattern_weights[static_cast<int>(GenPattern::kTransposedIotaDevices)] > 0);
   static constexpr PrimitiveType kBaseTypes[] = {PrimitiveType::kF32, PrimitiveType::kS32,
                                                  PrimitiveType::kF32, PrimitiveType::kBF16};
-  const PrimitiveType base = kBaseTypes[header.Below(std::size(kBaseTypes))];
+  PrimitiveType base = kBaseTypes[header.Below(std::size(kBaseTypes))];
+  if (base == PrimitiveType::kBF16 && options.exclude_disabled_patterns &&
+      options.pattern_weights[static_cast<int>(GenPattern::kNarrowFloat)] <= 0) {
+    base = PrimitiveType::kF32;
+  }
   Builder b(options, std::move(mesh), base);
   // The first parameter, so that every step has an operand.
   {
     const std::vector<int64_t> dims = b.RandomDims(header, 1);
-    if (b.Parameter(Shape::Array(base, dims), header) == nullptr) {
+    HloInstruction* first = b.Parameter(Shape::Array(base, dims), header);
+    if (first == nullptr) {
       return absl::InternalError("program generator: the first parameter is invalid");
     }
+    b.DropDisabledSharding(first);
   }
   for (const std::vector<uint8_t>& step : recipe.steps) {
     if (b.EntryCount() >= options.max_instructions - 1) break;
     Choices ch(step);
-    const GenOp op = PickOp(ch, options);
+    const StepKind kind = PickStep(ch, options);
     const Checkpoint cp = b.Save();
-    const bool ok = b.Step(op, ch);
-    if (!ok || b.EntryCount() > options.max_instructions - 1) {
+    const bool ok = kind.op.has_value() ? b.Step(*kind.op, ch) : b.PatternStep(*kind.pattern, ch);
+    b.ClearForcing();
+    if (!ok || b.EntryCount() > options.max_instructions - 1 ||
+        StepHasDisabledPattern(b, cp.instructions, options)) {
       b.Restore(cp);
     } else {
       b.Commit();
     }
   }
   std::unique_ptr<HloModule> module = b.Finish(header);
+  if (module->entry()->root() != nullptr) b.DropDisabledSharding(module->entry()->root());
   if (module->entry()->root() == nullptr) {
     return absl::InternalError("program generator: no root");
   }
@@ -1251,6 +484,10 @@ absl::StatusOr<GeneratedProgram> BuildProgram(const ProgramRecipe& recipe,
   out.num_partitions = module->num_partitions();
   out.instruction_count = module->entry()->instruction_count();
   out.hlo_text = PrintModule(*module);
+  for (GenPattern p : DetectPatterns(*module, &b.mesh())) {
+    out.patterns.emplace_back(GenPatternName(p));
+  }
+  out.mesh = b.mesh();
   out.module = std::move(module);
   return out;
 }

@@ -17,14 +17,17 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "ir/hlo_module.h"
+#include "ir/mesh.h"
 
 namespace spmdcheck::fuzz {
 
@@ -53,9 +56,58 @@ enum class GenOp : uint8_t {
   kWhile,               // counter-bounded loop over a sharded state (4)
   kPipeline,            // while loop over a stage-sharded state rotated each trip (5)
   kPipelineSchedule,    // GPipe- or 1F1B-style pipeline loop (fuzz/pipeline_gen.h) (9-11)
+  kConvolution,         // 1-2 spatial dims, feature / batch groups, strides, padding, dilation (1)
+  kSort,                // one key or key + s32 values, stable, total order (1-2)
+  kTopK,                // custom-call TopK along the last dim (2)
+  kReduceWindow,        // add / max windows with strides and padding (2)
 };
-inline constexpr int kNumGenOps = 23;
+inline constexpr int kNumGenOps = 27;
 absl::string_view GenOpName(GenOp op);
+
+// The bug patterns of ../shared/spec/bug-patterns.md the generator emits on purpose. A step
+// picks an op (by op_weights) or a pattern (by pattern_weights) and emits that pattern; after
+// generation DetectPatterns() names every pattern the module actually contains (whether a
+// pattern step or an ordinary one produced it). A pattern of weight 0 is never emitted: a step
+// that would produce it is undone (a sharding that would is dropped).
+enum class GenPattern : uint8_t {
+  kDsOutOfRangeStart,             // dynamic-slice, constant start < 0 or > dim - size, dim sharded
+  kDusOutOfRangeStart,            // dynamic-update-slice, the same
+  kIndexS64,                      // s64 start indices / gather / scatter indices
+  kIndexU32,                      // u32 ones
+  kUnevenDim,                     // a dim not divisible by its tile count
+  kUnevenDimOverMoreDevices,      // a dim of fewer elements than tiles (size-1 dims included)
+  kPartialReplication,            // last_tile_dim_replicate
+  kTransposedIotaDevices,         // a tile assignment whose device order is not the plain iota
+  kMultiAxisDim,                  // one dim sharded over two mesh axes
+  kReshapeMergeSharded,           // reshape merging a sharded dim with a neighbour
+  kReshapeSplitSharded,           // reshape splitting a sharded dim
+  kDotShardedContracting,         // dot operand sharded on a contracting dim
+  kDotShardedBatch,               // dot operand sharded on a batch dim
+  kConvFeatureGroups,             // convolution feature_group_count > 1
+  kConvBatchGroups,               // convolution batch_group_count > 1
+  kConvShardedBatch,              // convolution input sharded on its batch dim
+  kConvShardedFeature,            // input feature / kernel feature dims sharded
+  kConvShardedSpatial,            // input sharded on a spatial dim
+  kGatherShardedIndexedDim,       // gather operand sharded on a dim the indices select
+  kGatherShardedOffsetDim,        // gather operand sharded on a passed-through (window) dim
+  kGatherShardedIndices,          // gather indices sharded on their batch dim
+  kScatterShardedIndexedDim,      // scatter operand sharded on a dim the indices select
+  kScatterShardedUpdates,         // scatter updates sharded
+  kScatterNoncommutative,         // scatter combiner that overwrites (order of duplicates matters)
+  kSortShardedDim,                // sort operand sharded on the sort dim
+  kTopKShardedDim,                // TopK operand sharded on its last dim
+  kReduceWindow,                  // reduce-window with a window > 1 on a sharded dim
+  kPadNegative,                   // negative low / high padding on a sharded dim
+  kPadInteriorTinyShards,         // interior padding on a dim with <= 2 elements per shard
+  kConcatTinyShards,              // concatenate along a dim with <= 2 elements per shard
+  kWhilePartitionIdSelectReduce,  // loop in a manual region: select on partition-id, all-reduce
+  kManualRegion,                  // SPMDFullToShardShape ... SPMDShardToFullShape
+  kNarrowFloat,                   // bf16 / f16 / f8e4m3fn / f8e5m2 values
+  kIntegerOverflow,               // s32 / u32 add / multiply with a constant >= 2^30
+};
+inline constexpr int kNumGenPatterns = 34;
+absl::string_view GenPatternName(GenPattern pattern);
+std::optional<GenPattern> GenPatternFromName(absl::string_view name);
 
 struct ProgramGenOptions {
   // Entry-computation instructions, root included (1..max). Called computations are extra.
@@ -75,11 +127,31 @@ struct ProgramGenOptions {
   // Only elementwise / broadcast / reshape / transpose / reduce / dot / slice (+ parameters,
   // constants).
   static std::array<int, kNumGenOps> NarrowOpWeights();
+
+  // Relative weight of each GenPattern against the op weights (0: never emitted, see GenPattern).
+  std::array<int, kNumGenPatterns> pattern_weights = DefaultPatternWeights();
+  static std::array<int, kNumGenPatterns> DefaultPatternWeights();
+  static std::array<int, kNumGenPatterns> NoPatternWeights();  // All 0: no pattern emitted.
+  // Weight 0 keeps a pattern out of the program (steps that would emit it are undone). When
+  // false, weight 0 only means no step emits it on purpose (ordinary steps still may).
+  bool exclude_disabled_patterns = true;
 };
+
+// Sets pattern weights from `name=w,name=w` (`all=w` sets every pattern first). Unknown names
+// and negative or non-numeric weights are errors.
+absl::Status SetPatternWeights(absl::string_view spec, ProgramGenOptions* options);
+
+// The patterns `module` contains (its ops, element types, attributes and explicit shardings;
+// an operand counts as sharded only when it carries a sharding), in catalogue order.
+// `multi-axis-dim` needs the mesh the shardings were made on (without it, it is not detected).
+std::vector<GenPattern> DetectPatterns(const HloModule& module, const Mesh* mesh = nullptr);
+// The patterns one instruction contributes (the same rules).
+std::vector<GenPattern> DetectPatterns(const HloInstruction& instruction,
+                                       const Mesh* mesh = nullptr);
 
 // The choices one program is built from. Bytes missing at the end of a block read as 0.
 inline constexpr size_t kRecipeHeaderBytes = 12;
-inline constexpr size_t kRecipeStepBytes = 24;
+inline constexpr size_t kRecipeStepBytes = 40;
 struct ProgramRecipe {
   std::vector<uint8_t> header;              // Mesh, element type, first parameter, root form.
   std::vector<std::vector<uint8_t>> steps;  // One block per step.
@@ -91,8 +163,10 @@ struct GeneratedProgram {
   int64_t num_partitions = 1;
   int64_t instruction_count = 0;  // Entry computation.
   std::shared_ptr<const HloModule> module;
-  // The generator's patterns this program contains (the campaign counts hits per pattern).
+  // The generator's patterns this program contains (GenPatternName of DetectPatterns(*module,
+  // &*mesh)); the campaign counts hits per pattern.
   std::vector<std::string> patterns;
+  std::optional<Mesh> mesh;  // The mesh the shardings were drawn on.
 };
 std::ostream& operator<<(std::ostream& os, const GeneratedProgram& program);
 void showValue(const GeneratedProgram& program, std::ostream& os);

@@ -78,6 +78,40 @@ TEST(Campaign, ReachingTheCaseLimitIsNotAStop) {
 }
 
 // A repro that cannot be written (its path is a full device) fails the campaign, naming it.
+// The generator's pattern hits reach the text summary and summary.json; with every pattern but
+// one switched off, only that one is counted.
+TEST(Campaign, PatternHitsAppearInTheSummary) {
+  CampaignOptions options;
+  options.seconds = 0;
+  options.cases = 20;
+  options.seed = 3;
+  options.pattern_weights = "all=0,dus-out-of-range-start=40,manual-region=40";
+  options.out_dir = TempDir("patterns");
+  absl::StatusOr<CampaignReport> report = RunCampaign(options);
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->pattern_hits.size(), 2u);
+  const int64_t dus = report->pattern_hits.at("dus-out-of-range-start");
+  const int64_t manual = report->pattern_hits.at("manual-region");
+  EXPECT_GT(dus, 0);
+  EXPECT_GT(manual, 0);
+  EXPECT_LE(dus, 20);
+  EXPECT_THAT(report->ToString(),
+              HasSubstr("patterns hit: dus-out-of-range-start " + std::to_string(dus) +
+                        ", manual-region " + std::to_string(manual) + "\n"));
+  std::ifstream in(std::filesystem::path(options.out_dir) / "summary.json");
+  const nlohmann::json summary = nlohmann::json::parse(in);
+  EXPECT_EQ(summary["pattern_hits"]["dus-out-of-range-start"], dus);
+  EXPECT_EQ(summary["pattern_hits"]["manual-region"], manual);
+  EXPECT_EQ(summary["pattern_hits"].size(), 2u);
+  std::filesystem::remove_all(options.out_dir);
+
+  options.pattern_weights = "no-such-pattern=3";
+  absl::StatusOr<CampaignReport> bad = RunCampaign(options);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("unknown pattern"));
+  std::filesystem::remove_all(options.out_dir);
+}
+
 TEST(Campaign, AFailedReproWriteIsAnError) {
   CampaignOptions options;
   options.seconds = 0;

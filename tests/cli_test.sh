@@ -65,6 +65,9 @@ expect 0 "all-reduce-wrong-axis" -- "$bin" fuzz --list-bugs
 expect 0 "failures: 0" -- "$bin" fuzz --cases 30 --seed 7 --out "$tmp/fuzz-clean"
 expect 1 "wrong-result" -- "$bin" fuzz --cases 60 --seed 3 --inject-bug dot-padding-unmasked --out "$tmp/fuzz-bug"
 expect 2 "unknown injected bug" -- "$bin" fuzz --cases 1 --inject-bug no-such-bug
+expect 2 "unknown pattern" -- "$bin" fuzz --cases 1 --pattern-weights no-such-pattern=1
+expect 0 "patterns hit: dus-out-of-range-start" -- "$bin" fuzz --cases 20 --seed 3 \
+  --pattern-weights all=0,dus-out-of-range-start=40 --out "$tmp/fuzz-patterns"
 # Ctrl-C stops a campaign at once with its summary (exit 3: stopped, nothing found).
 "$bin" fuzz --seconds 600 --seed 7 --out "$tmp/fuzz-int" > "$tmp/fuzz-int.txt" 2>&1 &
 fuzz_pid=$!

@@ -77,6 +77,8 @@ RC_GTEST_PROP(PipelineGenTest, ReferencePartitionerHoldsAndExplainFindsTheStages
 TEST(PipelineGenTest, ProgramGeneratorEmitsPipelineSteps) {
   ProgramGenOptions options;
   options.op_weights.fill(0);
+  options.pattern_weights = ProgramGenOptions::NoPatternWeights();
+  options.exclude_disabled_patterns = false;  // No pattern steps; the op mix as it was.
   options.op_weights[static_cast<int>(GenOp::kPipelineSchedule)] = 1;
   int pipelines = 0;
   for (uint8_t seed = 0; seed < 40; ++seed) {

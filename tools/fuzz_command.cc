@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "fuzz/campaign.h"
+#include "fuzz/program_gen.h"
 #include "lint/lint.h"
 #include "partitioner/injected_bugs.h"
 #include "target/xla_worker.h"
@@ -30,7 +31,7 @@ constexpr char kFuzzHelp[] =
     R"(usage: spmdcheck fuzz [--partitioner SPEC[,SPEC...]] [--seconds T] [--cases K] [--seed S]
                       [--max-devices N] [--inject-bug NAME] [--out DIR] [--jobs J] [--list-bugs]
                       [--known FILE] [--reduce-seconds T] [--no-bisect] [--no-lint]
-                      [--summary FILE]
+                      [--summary FILE] [--pattern-weights NAME=W,...]
                       [--first-case K] [--shard I/N]
 
 Generates sharded programs (seeded; case i of seed S is always the same program), partitions
@@ -56,6 +57,10 @@ only our oracle sees is listed "to investigate". DIR/summary.json has the whole 
   --no-lint          do not run the collective lint on correct partitionings of XLA's and
                      commands (a proved cheaper chain is a finding <partitioner>.wasteful.<rule>)
   --summary FILE     where the JSON summary goes (default DIR/summary.json)
+  --pattern-weights NAME=W,...
+                     weights of the generator's bug patterns (docs/fuzz.md lists them; `all=W`
+                     sets every one, 0 switches a pattern off); the summary counts the cases
+                     that contain each pattern ("patterns hit")
   --first-case K     start at case index K (default 0)
   --shard I/N        run only case indices K + I, K + I + N, ... (split one seed's cases over
                      N processes or machines)
@@ -103,7 +108,7 @@ class StopSignals {
 int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
   std::set<std::string> value_flags = {"--seconds", "--cases",      "--seed",  "--max-devices",
                                        "--out",     "--jobs",       "--known", "--reduce-seconds",
-                                       "--summary", "--first-case", "--shard"};
+                                       "--summary", "--first-case", "--shard", "--pattern-weights"};
   value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
   absl::StatusOr<Args> args =
       Args::Parse(argv, value_flags, {"--list-bugs", "--help", "--no-bisect", "--no-lint"});
@@ -153,6 +158,12 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   options.seed = static_cast<uint64_t>(*seed);
   options.max_devices = *devices;
   options.inject_bug = args->Get("--inject-bug").value_or("");
+  options.pattern_weights = args->Get("--pattern-weights").value_or("");
+  {
+    fuzz::ProgramGenOptions gen;
+    const absl::Status weights = fuzz::SetPatternWeights(options.pattern_weights, &gen);
+    if (!weights.ok()) return BadInput(err, "fuzz", weights.message());
+  }
   options.out_dir = args->Get("--out").value_or("fuzz-out");
   options.jobs = *jobs;
   options.cancel = &interrupted;
@@ -238,6 +249,7 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       << options.reproduce_flags << " --seed " << options.seed << " --max-devices "
       << options.max_devices
       << (options.inject_bug.empty() ? "" : " --inject-bug " + options.inject_bug)
+      << (options.pattern_weights.empty() ? "" : " --pattern-weights " + options.pattern_weights)
       << (options.cases > 0 ? absl::StrCat(" --cases ", options.cases)
                             : absl::StrCat(" --seconds ", *seconds))
       << (options.first_case > 0 ? absl::StrCat(" --first-case ", options.first_case) : "")
