@@ -33,9 +33,12 @@ bool HasDeviceDependentOps(const HloModule& module) {
     for (const auto& instruction : computation->instructions()) {
       // A sharding annotation (`Sharding`, Shardy's `xla.sdy.FuncResultSharding`) is the
       // identity: it makes no program device-dependent.
-      if (instruction->opcode() == HloOpcode::kCustomCall &&
-          IsShardingAnnotationTarget(instruction->attrs().custom_call_target.value_or(""))) {
-        continue;
+      // Nor does a TopK custom-call, a pure function of its operand: counting it made a global
+      // program whose signature happens to equal its partitioning's (a size-1 dim over 2
+      // devices keeps its local shape) be run device by device on shards, as if partitioned.
+      if (instruction->opcode() == HloOpcode::kCustomCall) {
+        const std::string target = instruction->attrs().custom_call_target.value_or("");
+        if (IsShardingAnnotationTarget(target) || target == "TopK") continue;
       }
       if (IsCollective(instruction->opcode()) || IsDeviceDependent(instruction->opcode())) {
         return true;

@@ -7,8 +7,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <string>
 
+#include "absl/strings/str_cat.h"
 #include "ir/hlo_parser.h"
 #include "oracle/engine.h"
 #include "oracle/sharded_values.h"
@@ -134,6 +137,53 @@ TEST_F(SeedCaseTest, SmallestCounterexampleFromTheCaseReadme) {
     for (int64_t i = 0; i < (*results)[d].element_count(); ++i) sum += (*results)[d].GetDouble(i);
     EXPECT_EQ(sum, d >= 8 && d < 16 ? 1.0 : 0.0) << "device " << d;
   }
+}
+
+// A global program with a TopK whose only sharded parameter, f32[1,3] over 2 devices, keeps its
+// local shape: same signature as its partitioning. TopK is pure, so it is still the global
+// program (found by the campaign, seed 7 case 620: run device by device on shards, device 1's
+// padding made its TopK indices differ).
+TEST(EquivalenceTest, ATopKDoesNotMakeTheGlobalProgramAPartitionedOne) {
+  auto parse = [](absl::string_view text) {
+    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    return std::move(parsed->module);
+  };
+  const std::string comparator = R"(
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT gt = pred[] compare(a, b), direction=GT, type=TOTALORDER
+}
+)";
+  std::unique_ptr<HloModule> global =
+      parse(absl::StrCat("HloModule g, num_partitions=2\n", comparator, R"(
+ENTRY main {
+  p = f32[1,3] parameter(0), sharding={devices=[2,1]<=[2]}
+  z = f32[] constant(0)
+  padded = f32[1,7] pad(p, z), padding=0_0x1_3
+  topk = (f32[1,3], s32[1,3]) custom-call(padded), custom_call_target="TopK", to_apply=cmp
+  ROOT indices = s32[1,3] get-tuple-element(topk), index=1
+}
+)"));
+  std::unique_ptr<HloModule> partitioned =
+      parse(absl::StrCat("HloModule p, num_partitions=2\n", comparator, R"(
+ENTRY main {
+  p = f32[1,3] parameter(0), sharding={devices=[2,1]<=[2]}
+  ag = f32[2,3] all-gather(p), channel_id=1, replica_groups=[1,2]<=[2], dimensions={0}, use_global_device_ids=true
+  row = f32[1,3] slice(ag), slice={[0:1], [0:3]}
+  z = f32[] constant(0)
+  padded = f32[1,7] pad(row, z), padding=0_0x1_3
+  topk = (f32[1,3], s32[1,3]) custom-call(padded), custom_call_target="TopK", to_apply=cmp
+  ROOT indices = s32[1,3] get-tuple-element(topk), index=1, sharding={replicated}
+}
+)"));
+  EquivOptions options;
+  options.trials = 4;
+  absl::StatusOr<EquivReport> report = CheckEquivalence(*global, *partitioned, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->mode, "global vs partitioned");
+  EXPECT_EQ(report->verdict, Verdict::kHolds) << FormatEquivReport(*report);
 }
 
 }  // namespace
