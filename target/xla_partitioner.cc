@@ -46,8 +46,11 @@ class XlaExecutable : public Executable {
         generation_(worker_->generation()),
         devices_(devices),
         timeout_seconds_(timeout_seconds),
-        global_shapes_(std::move(global_shapes)) {}
+        global_shapes_(std::move(global_shapes)) {
+    worker_->RetainExecutable();
+  }
   ~XlaExecutable() override {
+    worker_->ReleaseExecutable();
     if (worker_->generation() == generation_ && worker_->unavailable_reason().empty()) {
       (void)worker_->Call("release", {{"handle", handle_}}, 10);
     }

@@ -76,7 +76,7 @@ void XlaWorker::Stop() {
 absl::Status XlaWorker::EnsureStarted(int64_t devices_needed) {
   if (!unavailable_reason_.empty()) return absl::UnavailableError(unavailable_reason_);
   if (child_ != nullptr && child_->running() && devices_ >= devices_needed &&
-      requests_in_process_ < options_.recycle_after) {
+      (requests_in_process_ < options_.recycle_after || live_executables_ > 0)) {
     return absl::OkStatus();
   }
   if (child_ != nullptr) {

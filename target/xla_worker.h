@@ -69,6 +69,15 @@ class XlaWorker {
   const std::string& unavailable_reason() const { return unavailable_reason_; }
   void Stop();
 
+  // Executables compiled in this process and not yet released: while there are any, the worker
+  // is not recycled after `recycle_after` requests (their handles would be gone between a
+  // compile and its execution); it is recycled at the first request after the last is released.
+  void RetainExecutable() { ++live_executables_; }
+  void ReleaseExecutable() {
+    if (live_executables_ > 0) --live_executables_;
+  }
+  int64_t live_executables() const { return live_executables_; }
+
  private:
   absl::Status EnsureStarted(int64_t devices_needed);
   std::string RequestLogTail(int64_t id) const;
@@ -79,6 +88,7 @@ class XlaWorker {
   std::unique_ptr<ChildProcess> child_;
   int64_t devices_ = 0;
   int64_t requests_in_process_ = 0;
+  int64_t live_executables_ = 0;
   int64_t next_id_ = 1;
   int64_t generation_ = 0;
   int64_t restarts_ = 0;

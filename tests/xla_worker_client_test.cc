@@ -92,6 +92,21 @@ TEST(XlaWorkerClient, RecyclesAfterKRequests) {
   EXPECT_EQ(worker.generation(), 3);
 }
 
+// A compiled executable keeps its process: recycling between a compile and the execution of its
+// handle made a campaign's XLA run "inconclusive: no executable with handle 63".
+TEST(XlaWorkerClient, DoesNotRecycleWhileAnExecutableIsLive) {
+  XlaWorkerOptions options = Fake("ok");
+  options.recycle_after = 2;
+  XlaWorker worker(options);
+  ASSERT_TRUE(worker.Call("compile", {}, 10).ok());
+  worker.RetainExecutable();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(worker.Call("execute", {}, 10).ok());
+  EXPECT_EQ(worker.generation(), 1);
+  worker.ReleaseExecutable();
+  ASSERT_TRUE(worker.Call("compile", {}, 10).ok());
+  EXPECT_EQ(worker.generation(), 2);
+}
+
 // The partitioner maps each worker failure onto a partitioning outcome, never a verdict.
 TEST(XlaPartitionerOverFakeWorker, FailuresBecomeOutcomes) {
   absl::StatusOr<ParsedModule> m = ParseHloModule(R"(HloModule m, num_partitions=2
