@@ -1,0 +1,183 @@
+#!/usr/bin/env bash
+# `spmdcheck nightly` end to end (docs/nightly.md): two short nights on one state directory
+# (the canary, the reference campaign with a drill bug, libFuzzer when build-fuzz/ exists, else
+# reported unknown), report.json and JUnit checked, new vs known across the nights; then a night
+# killed with SIGKILL once it has written a finding and resumed with --resume, which must lose
+# no finding. Usage: cli_nightly_test.sh SPMDCHECK_BINARY SOURCE_DIR
+set -u
+bin="$1"
+src="$2"
+tmp="$(mktemp -d)"
+bg=""
+cleanup() {
+  [ -n "$bg" ] && kill -9 "$bg" 2>/dev/null
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+py() { python3 - "$@"; }
+
+lfdir="${SPMDCHECK_FUZZ_BUILD_DIR:-$src/build-fuzz}/fuzz"
+if [ -x "$lfdir/fuzz_sharding_parser" ]; then have_lf=1; else have_lf=0; fi
+echo "libFuzzer binaries: $lfdir ($([ $have_lf = 1 ] && echo built || echo 'not built: must be reported unknown'))"
+
+# --- Night 1: the drill bug is new.
+state="$tmp/state"
+"$bin" nightly --seconds 12 --targets reference,libfuzzer --libfuzzer-dir "$lfdir" \
+  --libfuzzer-targets fuzz_sharding_parser --inject-bug dot-padding-unmasked --night n1 \
+  --out "$state" >"$tmp/n1.out" 2>&1
+code=$?
+cat "$tmp/n1.out"
+[ "$code" -eq 1 ] || fail "night 1: exit $code, expected 1 (a new bug claim)"
+grep -q "^night n1 in $state: seed [0-9]*, 12s, drill" "$tmp/n1.out" || fail "night 1: no seed line"
+py "$state" "$have_lf" <<'EOF' || fail "night 1: report.json"
+import json, sys
+state, have_lf = sys.argv[1], sys.argv[2] == "1"
+r = json.load(open(state + "/report.json"))
+assert r["schema"] == "spmdcheck-nightly-report/1", r["schema"]
+assert r["night"]["id"] == "n1" and r["night"]["status"] == "complete", r["night"]
+assert r["night"]["canary"]["found"] is True, r["night"]["canary"]
+assert r["exit_code"] == 1
+t = {x["name"]: x for x in r["targets"]}
+assert set(t) == {"canary", "reference", "libfuzzer.fuzz_sharding_parser"}, t.keys()
+assert t["reference"]["status"] == "done" and t["reference"]["cases"] > 0, t["reference"]
+assert t["reference"]["cases_per_second"] > 0
+lf = t["libfuzzer.fuzz_sharding_parser"]
+if have_lf:
+    assert lf["status"] == "done" and lf["execs"] > 0 and lf["coverage"] > 0, lf
+else:
+    assert lf["status"] == "unknown" and lf["reason"].startswith("not built"), lf
+f = {x["signature"]: x for x in r["findings"]}
+assert "wrong-result.dot" in f, f.keys()
+d = f["wrong-result.dot"]
+assert d["status"] == "new" and d["first_night"] == "n1" and d["seen_tonight"], d
+assert d["folder"] == "findings/wrong-result.dot", d
+import os
+assert os.path.isfile(os.path.join(state, d["folder"], "finding.json"))
+assert os.path.isfile(os.path.join(state, d["folder"], "module.hlo"))
+assert len(r["trends"]) == 1
+EOF
+py "$state/junit.xml" <<'EOF' || fail "night 1: junit.xml"
+import sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+assert root.tag == "testsuites"
+cases = {c.get("name"): c for c in root.iter("testcase")}
+assert "wrong-result.dot" in cases, cases.keys()
+assert cases["wrong-result.dot"].find("failure") is not None, "a new finding must fail"
+assert cases["canary"].find("failure") is None
+failures = sum(1 for c in root.iter("testcase") if c.find("failure") is not None)
+assert int(root.get("failures")) == failures, (root.get("failures"), failures)
+EOF
+
+# --- Night 2, the same drill: what night 1 found and night 2 sees again is known (the drill's
+# bug also shows in other signatures, found or not depending on the cases a night reaches).
+cp "$state/findings.json" "$tmp/findings-n1.json"
+"$bin" nightly --seconds 8 --targets reference --inject-bug dot-padding-unmasked --night n2 \
+  --out "$state" >"$tmp/n2.out" 2>&1
+code=$?
+cat "$tmp/n2.out"
+py "$state" "$tmp/findings-n1.json" "$code" <<'EOF2' || fail "night 2: new vs known"
+import json, sys
+state, before, code = sys.argv[1], sys.argv[2], int(sys.argv[3])
+n1 = {f["signature"] for f in json.load(open(before))["findings"]}
+r = json.load(open(state + "/report.json"))
+assert r["night"]["id"] == "n2"
+f = {x["signature"]: x for x in r["findings"]}
+d = f["wrong-result.dot"]
+assert d["status"] == "known" and d["first_night"] == "n1" and d["last_night"] == "n2", d
+assert d["nights_seen"] == 2, d
+for s, x in f.items():
+    if x["seen_tonight"]:
+        assert x["status"] == ("known" if s in n1 else "new"), (s, x)
+        assert x["last_night"] == "n2", x
+    else:
+        assert s in n1 and x["status"] == "known" and x["last_night"] == "n1", (s, x)
+new_claims = [s for s, x in f.items() if x["status"] == "new" and x["bug_claim"]]
+assert r["summary"]["new"] == len([x for x in f.values() if x["status"] == "new"])
+assert code == (1 if new_claims else 0), (code, new_claims)
+assert [t["night"] for t in r["trends"]] == ["n1", "n2"]
+assert all("reference" in t["cases_per_second"] for t in r["trends"]), r["trends"]
+db = json.load(open(state + "/findings.json"))
+assert [x["signature"] for x in db["findings"]].count("wrong-result.dot") == 1
+EOF2
+py "$state/junit.xml" "$state/report.json" <<'EOF2' || fail "night 2: junit.xml (new fail, known pass)"
+import json, sys, xml.etree.ElementTree as ET
+root = ET.parse(sys.argv[1]).getroot()
+status = {x["signature"]: x["status"] for x in json.load(open(sys.argv[2]))["findings"]}
+cases = {c.get("name"): c for c in root.iter("testcase") if "findings" in c.get("classname")}
+assert set(cases) == set(status), (set(cases), set(status))
+for s, c in cases.items():
+    assert (c.find("failure") is not None) == (status[s] == "new"), s
+assert cases["wrong-result.dot"].find("failure") is None
+assert int(root.get("failures")) == sum(1 for v in status.values() if v == "new")
+EOF2
+grep -q '<table id="findings">' "$state/report.html" || fail "report.html: no findings table"
+grep -q '| `wrong-result.dot` | known |' "$state/report.md" || fail "report.md: not known"
+
+# --- Bad input.
+"$bin" nightly --out "$tmp/x" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "no time budget: expected exit 2"
+"$bin" nightly --hours 1 --out "$tmp/x" --targets bogus >/dev/null 2>&1
+[ $? -eq 2 ] || fail "unknown target: expected exit 2"
+"$bin" nightly --seconds 5 --targets reference --night n1 --out "$state" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "an existing night id: expected exit 2"
+
+# --- kill -9 mid-night, then --resume: no finding lost.
+kstate="$tmp/killed"
+"$bin" nightly --seconds 16 --targets reference --inject-bug dot-padding-unmasked --night k1 \
+  --canary-seconds 3 --reduce-seconds 2 --out "$kstate" >"$tmp/k1.out" 2>&1 &
+bg=$!
+# Wait until the reference campaign has written a finding (or give up after 60 s).
+for _ in $(seq 600); do
+  ls "$kstate"/nights/k1/reference/attempt-1/*/finding.json >/dev/null 2>&1 && break
+  sleep 0.1
+done
+sleep 1
+before="$(cd "$kstate/nights/k1/reference/attempt-1" 2>/dev/null &&
+  for f in */finding.json; do python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["signature"])' "$f"; done | sort)"
+kill -9 "$bg"
+wait "$bg" 2>/dev/null
+bg=""
+cat "$tmp/k1.out"
+[ -n "$before" ] || fail "kill test: no finding was written before the kill"
+echo "findings on disk at the kill: $before"
+python3 -c 'import json,sys; n=json.load(open(sys.argv[1])); assert n["status"]=="running", n["status"]' \
+  "$kstate/nights/k1/night.json" || fail "kill test: the night record is not resumable"
+start=$(date +%s.%N)
+"$bin" nightly --resume --reduce-seconds 2 --out "$kstate" >"$tmp/k1r.out" 2>&1
+code=$?
+end=$(date +%s.%N)
+cat "$tmp/k1r.out"
+echo "resume took $(python3 -c "print(round($end - $start, 1))")s"
+[ "$code" -eq 1 ] || fail "resume: exit $code, expected 1 (the new finding)"
+grep -q "^resuming night k1" "$tmp/k1r.out" || fail "resume: did not resume k1"
+py "$kstate" "$before" <<'EOF' || fail "resume: a finding was lost"
+import json, os, sys
+state, before = sys.argv[1], sys.argv[2].split()
+db = {f["signature"]: f for f in json.load(open(state + "/findings.json"))["findings"]}
+for s in before:
+    assert s in db, (s, list(db))
+    assert db[s]["first_night"] == "k1" and "k1" in db[s]["counts_by_night"], db[s]
+    assert os.path.isfile(os.path.join(state, db[s]["folder"], "finding.json")), db[s]
+r = json.load(open(state + "/report.json"))
+assert r["night"]["id"] == "k1" and r["night"]["status"] == "complete", r["night"]
+ref = {t["name"]: t for t in r["targets"]}["reference"]
+assert ref["attempts"] == 2 and ref["status"] == "done", ref
+assert r["night"]["spent_seconds"] <= 16 * 1.2 + 10, r["night"]
+state_nights = json.load(open(state + "/state.json"))["nights"]
+assert state_nights == ["k1"], state_nights
+EOF
+# The campaign the killed run left behind was stopped by the resume.
+if pgrep -f "$kstate/nights/k1/reference/attempt-1" >/dev/null; then
+  fail "resume: the killed run's campaign is still running"
+fi
+
+if [ "$failures" -gt 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "cli_nightly_test: all passed"
