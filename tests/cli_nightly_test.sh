@@ -118,6 +118,44 @@ EOF2
 grep -q '<table id="findings">' "$state/report.html" || fail "report.html: no findings table"
 grep -q '| `wrong-result.dot` | known |' "$state/report.md" || fail "report.md: not known"
 
+# --- libFuzzer's crash pipeline, with a stand-in binary (tests/data/nightly/fake_libfuzzer.sh):
+# the crash input is replayed, its stack makes the signature, it is kept and minimized; the same
+# crash the next night is the same finding, known.
+fdir="$tmp/fake-fuzz"
+mkdir -p "$fdir"
+ln -s "$src/tests/data/nightly/fake_libfuzzer.sh" "$fdir/fuzz_reshard"
+fstate="$tmp/lf"
+for n in f1 f2; do
+  "$bin" nightly --seconds 4 --targets libfuzzer --libfuzzer-dir "$fdir" \
+    --libfuzzer-targets fuzz_reshard --night $n --out "$fstate" >"$tmp/$n.out" 2>&1
+  echo "$?" >"$tmp/$n.code"
+  cat "$tmp/$n.out"
+done
+[ "$(cat "$tmp/f1.code")" -eq 1 ] || fail "libFuzzer night 1: exit $(cat "$tmp/f1.code"), expected 1"
+[ "$(cat "$tmp/f2.code")" -eq 0 ] || fail "libFuzzer night 2: exit $(cat "$tmp/f2.code"), expected 0"
+py "$fstate" <<'EOF2' || fail "libFuzzer crash pipeline"
+import json, os, re, sys
+state = sys.argv[1]
+r = json.load(open(state + "/report.json"))
+assert r["night"]["id"] == "f2" and "canary" not in r["night"], r["night"]
+t = r["targets"][0]
+assert t["name"] == "libfuzzer.fuzz_reshard" and t["status"] == "done", t
+assert t["coverage"] == 42 and t["features"] == 84 and t["execs"] == 2000, t
+assert t["corpus_files"] >= 2 and t["execs_per_second"] > 0, t
+assert "-fork=1" in t["command"] and "-ignore_crashes=1" in t["command"], t["command"]
+[f] = r["findings"]
+assert re.fullmatch(r"libfuzzer\.fuzz_reshard\.heap-buffer-overflow\.[0-9a-f]{8}", f["signature"]), f
+assert f["status"] == "known" and f["first_night"] == "f1" and f["nights_seen"] == 2, f
+folder = os.path.join(state, f["folder"])
+assert open(folder + "/input").read() == "boom"
+assert open(folder + "/input.min").read() == "b"
+assert "heap-buffer-overflow" in open(folder + "/log.txt").read()
+info = json.load(open(folder + "/finding.json"))
+assert info["frames"][0].startswith("spmdcheck::PlanReshard"), info
+assert info["reproduce"].endswith("/input"), info
+assert [x["coverage"] for x in r["trends"]] == [{"fuzz_reshard": 42}, {"fuzz_reshard": 42}]
+EOF2
+
 # --- Bad input.
 "$bin" nightly --out "$tmp/x" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "no time budget: expected exit 2"
