@@ -34,7 +34,8 @@ struct NightlyOptions {
   std::string source_dir;        // The checkout: corpus/, fuzz/targets/*.dict, workers/ray/.
   std::string libfuzzer_dir;     // Where the libFuzzer binaries are (build-fuzz/fuzz).
   std::vector<std::string> libfuzzer_targets;  // Empty: every target of the project.
-  std::string ray_address;  // Non-empty: campaigns through workers/ray/ray_fuzz.py.
+  std::string ray_address;                     // Non-empty: campaigns through the Ray driver.
+  std::string ray_driver;  // workers/ray/ray_fuzz.py of the checkout ($SPMDCHECK_RAY_DRIVER).
   int64_t ray_workers = 2;
   std::string xla_python;  // The python that runs the Ray driver.
   std::string canary_bug = "dot-padding-unmasked";
@@ -43,8 +44,10 @@ struct NightlyOptions {
   // A drill: this injected bug is switched on in the reference campaign too, so that the whole
   // pipeline (findings, new vs known, reports) runs on a bug that is there. Empty: none.
   std::string inject_bug;
-  int64_t jobs = 1;            // Campaign threads; libFuzzer -fork jobs.
-  double reduce_seconds = -1;  // Per new campaign finding (-1: spmdcheck fuzz's default).
+  int64_t jobs = 1;  // Campaign threads; libFuzzer -fork jobs.
+  // Per new campaign finding; -1: a quarter of the target's share, at most spmdcheck fuzz's
+  // default (10 s for ours, 90 s with XLA).
+  double reduce_seconds = -1;
   int64_t max_devices = 8;
   const std::atomic<bool>* cancel = nullptr;  // SIGINT/SIGTERM: stop, leave it resumable.
 };

@@ -156,6 +156,34 @@ assert info["reproduce"].endswith("/input"), info
 assert [x["coverage"] for x in r["trends"]] == [{"fuzz_reshard": 42}, {"fuzz_reshard": 42}]
 EOF2
 
+# --- The Ray hook: --ray runs the campaigns through the driver's command line and reads its
+# output folder as a local campaign's (a stand-in driver; the canary stays local).
+SPMDCHECK_RAY_DRIVER="$src/tests/data/nightly/fake_ray_fuzz.py" SPMDCHECK_XLA_PYTHON=python3 \
+  "$bin" nightly --seconds 6 --targets reference --ray test-cluster --ray-workers 3 --night r1 \
+  --out "$tmp/ray" >"$tmp/r1.out" 2>&1
+code=$?
+cat "$tmp/r1.out"
+[ "$code" -eq 0 ] || fail "ray night: exit $code, expected 0"
+py "$tmp/ray" <<'EOF2' || fail "ray hook"
+import json, sys
+state = sys.argv[1]
+r = json.load(open(state + "/report.json"))
+t = {x["name"]: x for x in r["targets"]}
+ref = t["reference"]
+assert ref["status"] == "done" and ref["cases"] > 0, ref
+assert "fake_ray_fuzz.py --address test-cluster" in ref["command"], ref["command"]
+assert "fake_ray_fuzz" not in t["canary"]["command"] and " fuzz " in t["canary"]["command"]
+a = json.load(open(state + "/nights/r1/reference/attempt-1/ray_args.json"))
+assert a["workers"] == 3 and a["partitioner"] == "reference" and a["seed"] == r["night"]["seed"], a
+assert a["out"] == state + "/nights/r1/reference/attempt-1", a
+EOF2
+SPMDCHECK_RAY_DRIVER="$tmp/absent.py" "$bin" nightly --seconds 30 --targets reference \
+  --ray test-cluster --night r2 --out "$tmp/ray" >"$tmp/r2.out" 2>&1
+code=$?
+[ "$code" -eq 3 ] || fail "ray night without the driver: exit $code, expected 3 (unknown)"
+grep -q "reference: unknown (the Ray driver $tmp/absent.py is not there)" "$tmp/r2.out" ||
+  fail "ray night without the driver: not reported unknown"
+
 # --- Bad input.
 "$bin" nightly --out "$tmp/x" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "no time budget: expected exit 2"

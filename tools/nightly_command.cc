@@ -58,8 +58,8 @@ unfinished night with the time it had left.
   --ray ADDRESS|auto    run the xla/shardy/reference campaigns through the Ray driver
                         workers/ray/ray_fuzz.py (with $SPMDCHECK_XLA_VENV's python)
   --ray-workers K       Ray workers per campaign (default 2)
-  --reduce-seconds T    time to reduce each new campaign finding (default: as spmdcheck fuzz,
-                        10 s for ours, 90 s with XLA)
+  --reduce-seconds T    time to reduce each new campaign finding (default: a quarter of the
+                        target's share, at most 10 s for ours, 90 s with XLA)
   --inject-bug NAME     a drill: switch the bug on in the reference campaign too, so that the
                         whole pipeline (findings, new vs known, reports) runs on a real finding
 Ctrl-C (SIGINT) or SIGTERM stops the night at once; it stays resumable.
@@ -217,11 +217,18 @@ int RunNightly(const std::vector<std::string>& argv, std::ostream& out, std::ost
     }
   }
   if (std::optional<std::string> s = args->Get("--reduce-seconds")) {
-    if (!absl::SimpleAtod(*s, &options.reduce_seconds) || !(options.reduce_seconds >= 0)) {
-      return BadInput(err, "nightly", "--reduce-seconds takes a number of seconds >= 0");
+    // (> 0: spmdcheck fuzz's reducer takes 0 as "no limit".)
+    if (!absl::SimpleAtod(*s, &options.reduce_seconds) || !(options.reduce_seconds > 0)) {
+      return BadInput(err, "nightly", "--reduce-seconds takes a number of seconds > 0");
     }
   }
   options.ray_address = args->Get("--ray").value_or("");
+  // The driver (workers/ray/ray_fuzz.py); SPMDCHECK_RAY_DRIVER names another (tests use a
+  // stand-in).
+  const char* driver = getenv("SPMDCHECK_RAY_DRIVER");
+  options.ray_driver = driver != nullptr && driver[0] != '\0'
+                           ? std::string(driver)
+                           : options.source_dir + "/workers/ray/ray_fuzz.py";
   options.xla_python = target::DefaultXlaPython();
   options.cancel = &nightly_interrupted;
   NightlySignals signals;
