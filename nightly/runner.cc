@@ -258,6 +258,12 @@ absl::Status Night::Prepare() {
       t.name = "libfuzzer." + name;
       t.kind = "libfuzzer";
       t.partitioner = name;
+      // A binary that is not built is unknown from the start: its time goes to the others.
+      const std::string binary = options_.libfuzzer_dir + "/" + name;
+      if (access(binary.c_str(), X_OK) != 0) {
+        t.status = "unknown";
+        t.reason = "not built: no " + binary + " (scripts/fuzz-smoke builds build-fuzz/)";
+      }
       night_.targets.push_back(t);
     }
   }
@@ -268,12 +274,14 @@ absl::Status Night::Prepare() {
   for (const TargetRun& t : night_.targets) {
     if (t.kind == "canary") {
       fixed += t.budget_seconds;
-    } else {
+    } else if (!t.finished()) {
       ++shared;
     }
   }
   for (TargetRun& t : night_.targets) {
-    if (t.kind != "canary") t.budget_seconds = std::max(0.0, options_.seconds - fixed) / shared;
+    if (t.kind == "canary") continue;
+    t.budget_seconds =
+        t.finished() ? 0.0 : std::max(0.0, options_.seconds - fixed) / std::max(shared, 1);
   }
   nights_.push_back(night_.id);
   if (absl::Status s = Save(); !s.ok()) return s;
@@ -287,6 +295,7 @@ absl::Status Night::Prepare() {
   out_ << "plan:\n";
   for (const TargetRun& t : night_.targets) {
     out_ << absl::StrFormat("  %-30s %6.0fs", t.name, t.budget_seconds);
+    if (t.status == "unknown") out_ << "  unknown: " << t.reason;
     if (t.kind == "canary") {
       out_ << "  reference with injected bug " << night_.canary_bug << ", must find "
            << (night_.canary_signature.empty() ? "a bug claim" : night_.canary_signature);
@@ -601,7 +610,11 @@ absl::Status Night::RunLibFuzzer(TargetRun& target, double budget) {
                                     "-artifact_prefix=" + artifacts};
   merge.insert(merge.end(), flags.begin(), flags.end());
   merge.push_back(corpus);
-  merge.push_back(fresh);
+  // Tonight's new inputs, those of attempts a kill interrupted included.
+  for (int attempt = 1; attempt <= target.attempts; ++attempt) {
+    const std::string d = AttemptDir(target, attempt) + "/new";
+    if (fs::is_directory(d, ec)) merge.push_back(d);
+  }
   merge.insert(merge.end(), seeds.begin(), seeds.end());
   absl::StatusOr<target::ProcessResult> merged =
       RunChild(target, merge, dir + "/merge.log", std::max(60.0, budget), /*track=*/true);
@@ -623,7 +636,10 @@ absl::Status Night::RunLibFuzzer(TargetRun& target, double budget) {
     target.features = kept.features;
   }
   target.corpus_files = CountFiles(corpus);
-  if (absl::Status s = AnalyzeArtifacts(target, dir); !s.ok()) return s;
+  // The crash inputs of every attempt (one a kill interrupted wrote some before its analysis).
+  for (int attempt = 1; attempt <= target.attempts; ++attempt) {
+    if (absl::Status s = AnalyzeArtifacts(target, AttemptDir(target, attempt)); !s.ok()) return s;
+  }
   if (Cancelled()) return absl::OkStatus();
   target.status = "done";
   target.reason.clear();

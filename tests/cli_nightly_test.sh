@@ -156,6 +156,38 @@ assert info["reproduce"].endswith("/input"), info
 assert [x["coverage"] for x in r["trends"]] == [{"fuzz_reshard": 42}, {"fuzz_reshard": 42}]
 EOF2
 
+# --- kill -9 while libFuzzer runs, after it wrote a crash input: the resume stops the left-over
+# process, analyzes that input (the resumed run finds no crash) and merges both attempts.
+lkstate="$tmp/lf-killed"
+FAKE_LIBFUZZER_SLEEP=60 "$bin" nightly --seconds 30 --targets libfuzzer --libfuzzer-dir "$fdir" \
+  --libfuzzer-targets fuzz_reshard --night lk --out "$lkstate" >"$tmp/lk.out" 2>&1 &
+bg=$!
+attempt1="$lkstate/nights/lk/libfuzzer.fuzz_reshard/attempt-1"
+for _ in $(seq 300); do
+  ls "$attempt1"/artifacts/crash-* >/dev/null 2>&1 && break
+  sleep 0.1
+done
+sleep 0.5
+kill -9 "$bg"
+wait "$bg" 2>/dev/null
+bg=""
+FAKE_LIBFUZZER_NO_CRASH=1 "$bin" nightly --resume --libfuzzer-dir "$fdir" --out "$lkstate" \
+  >"$tmp/lkr.out" 2>&1
+code=$?
+cat "$tmp/lk.out" "$tmp/lkr.out"
+[ "$code" -eq 1 ] || fail "libFuzzer resume: exit $code, expected 1 (the crash of the killed run)"
+grep -q "stopping process" "$tmp/lkr.out" || fail "libFuzzer resume: the left-over run not stopped"
+if pgrep -f "$attempt1" >/dev/null; then fail "libFuzzer resume: the killed run's process lives"; fi
+py "$lkstate" <<'EOF2' || fail "libFuzzer resume: the crash of the killed run was lost"
+import json, sys
+state = sys.argv[1]
+[f] = json.load(open(state + "/findings.json"))["findings"]
+assert f["signature"].startswith("libfuzzer.fuzz_reshard.heap-buffer-overflow."), f
+assert f["first_night"] == "lk" and f["counts_by_night"] == {"lk": 1}, f
+t = json.load(open(state + "/report.json"))["targets"][0]
+assert t["attempts"] == 2 and t["status"] == "done", t
+EOF2
+
 # --- The Ray hook: --ray runs the campaigns through the driver's command line and reads its
 # output folder as a local campaign's (a stand-in driver; the canary stays local).
 SPMDCHECK_RAY_DRIVER="$src/tests/data/nightly/fake_ray_fuzz.py" SPMDCHECK_XLA_PYTHON=python3 \

@@ -4,6 +4,7 @@
 # corpus input, one crash artifact), -merge=1, -runs=0 over a corpus (coverage) and
 # -minimize_crash — and, run on one input, crashes with an AddressSanitizer-style stack, so that
 # the crash pipeline (replay, signature, kept folder, new vs known) runs without the clang build.
+# FAKE_LIBFUZZER_SLEEP=N: fuzzing lasts N more seconds; FAKE_LIBFUZZER_NO_CRASH=1: no crash.
 mode=run
 prefix=""
 exact=""
@@ -26,7 +27,9 @@ case "$mode" in
     echo "INFO: -fork=1: fuzzing in separate process(s)"
     echo "#1000: cov: 40 ft: 80 corp: 3 exec/s 500 oom/timeout/crash: 0/0/1 time: 1s job: 1 dft_time: 0"
     echo "unit-$$" >"$1/unit-$$"
-    printf 'boom' >"${prefix}crash-0123456789abcdef"
+    [ -z "${FAKE_LIBFUZZER_NO_CRASH:-}" ] && printf 'boom' >"${prefix}crash-0123456789abcdef"
+    # A long run (a kill lands in the middle of it).
+    [ -n "${FAKE_LIBFUZZER_SLEEP:-}" ] && sleep "$FAKE_LIBFUZZER_SLEEP"
     echo "#2000: cov: 41 ft: 82 corp: 4 exec/s 1000 oom/timeout/crash: 0/0/1 time: 2s job: 2 dft_time: 0"
     echo "INFO: exiting: 0 time: 2s"
     ;;
