@@ -406,7 +406,7 @@ std::string ReportHtml(const nlohmann::json& report) {
         &body,
         "<tr data-target=\"%s\" data-status=\"%s\"><td>%s</td><td><span class=\"verdict %s\">%s"
         "</span>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td>"
-        "<td>%s</td><td><code>%s</code></td></tr>\n",
+        "<td>%s</td><td><details><summary>command</summary><code>%s</code></details></td></tr>\n",
         viz::Escape(t.value("name", "")), viz::Escape(st), viz::Escape(t.value("name", "")),
         st == "done" ? "holds" : (st == "error" ? "fails" : "unknown"), viz::Escape(st),
         reason.empty() ? "" : " " + viz::Escape(reason), Number(t.value("spent_seconds", 0.0)),
