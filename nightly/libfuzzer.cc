@@ -1,9 +1,11 @@
 #include "nightly/libfuzzer.h"
 
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <regex>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -174,29 +176,56 @@ const std::vector<std::string>& LibFuzzerTargets() {
 
 std::vector<std::string> LibFuzzerTargetFlags(const std::string& target,
                                               const std::string& source_dir) {
-  // Keep in step with scripts/fuzz-smoke.
-  static const auto* const kMaxLen = new std::map<std::string, int>{{"fuzz_hlo_parser", 2048},
-                                                                    {"fuzz_sharding_parser", 256},
-                                                                    {"fuzz_literal_parser", 256},
-                                                                    {"fuzz_reshard", 64},
-                                                                    {"fuzz_partition", 732}};
+  std::vector<std::string> flags;
   static const auto* const kDict =
       new std::map<std::string, std::string>{{"fuzz_hlo_parser", "hlo.dict"},
                                              {"fuzz_sharding_parser", "sharding.dict"},
                                              {"fuzz_literal_parser", "literal.dict"}};
-  static const auto* const kTimeout =
-      new std::map<std::string, int>{{"fuzz_partition", 60}, {"fuzz_reshard", 30}};
-  std::vector<std::string> flags;
-  if (auto it = kMaxLen->find(target); it != kMaxLen->end()) {
-    flags.push_back(absl::StrCat("-max_len=", it->second));
+  const std::string options_path = source_dir + "/fuzz/targets/" + target + ".options";
+  std::ifstream options(options_path);
+  bool has_dict = false;
+  if (options) {
+    // The target's OSS-Fuzz options file: `key = value` lines of its [libfuzzer] section.
+    std::string line;
+    bool in_section = false;
+    while (std::getline(options, line)) {
+      absl::string_view text = absl::StripAsciiWhitespace(line);
+      if (text.empty() || text[0] == '#' || text[0] == ';') continue;
+      if (text[0] == '[') {
+        in_section = text == "[libfuzzer]";
+        continue;
+      }
+      const size_t eq = text.find('=');
+      if (!in_section || eq == absl::string_view::npos) continue;
+      const std::string key(absl::StripAsciiWhitespace(text.substr(0, eq)));
+      std::string value(absl::StripAsciiWhitespace(text.substr(eq + 1)));
+      if (key.empty()) continue;
+      if (key == "dict") {
+        has_dict = true;
+        value = source_dir + "/fuzz/targets/" + value;
+      }
+      flags.push_back(absl::StrCat("-", key, "=", value));
+    }
+  } else {
+    // No options file: as scripts/fuzz-smoke runs them.
+    static const auto* const kMaxLen = new std::map<std::string, int>{{"fuzz_hlo_parser", 2048},
+                                                                      {"fuzz_sharding_parser", 256},
+                                                                      {"fuzz_literal_parser", 256},
+                                                                      {"fuzz_reshard", 64},
+                                                                      {"fuzz_partition", 1212}};
+    static const auto* const kTimeout =
+        new std::map<std::string, int>{{"fuzz_partition", 60}, {"fuzz_reshard", 30}};
+    if (auto it = kMaxLen->find(target); it != kMaxLen->end()) {
+      flags.push_back(absl::StrCat("-max_len=", it->second));
+    }
+    auto it = kTimeout->find(target);
+    flags.push_back(absl::StrCat("-timeout=", it == kTimeout->end() ? 10 : it->second));
+    flags.push_back("-rss_limit_mb=2048");
+    if (target == "fuzz_partition") flags.push_back("-entropic=0");
   }
-  if (auto it = kDict->find(target); it != kDict->end()) {
+  if (auto it = kDict->find(target); it != kDict->end() && !has_dict) {
     flags.push_back(absl::StrCat("-dict=", source_dir, "/fuzz/targets/", it->second));
   }
-  auto it = kTimeout->find(target);
-  flags.push_back(absl::StrCat("-timeout=", it == kTimeout->end() ? 10 : it->second));
-  flags.push_back("-rss_limit_mb=2048");
-  if (target == "fuzz_partition") flags.push_back("-entropic=0");
   return flags;
 }
 

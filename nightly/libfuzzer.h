@@ -38,7 +38,8 @@ std::string LibFuzzerSignature(const std::string& target, const CrashInfo& crash
 // The kind an artifact's file name says (crash-, leak-, timeout-, oom-, slow-unit-), or "".
 std::string ArtifactKind(absl::string_view file_name);
 
-// The flags of a target (max_len, dictionary, timeout, ...), as scripts/fuzz-smoke uses them.
+// The flags of a target: the [libfuzzer] section of fuzz/targets/<target>.options (OSS-Fuzz's
+// file) when there is one, else those of scripts/fuzz-smoke; and its dictionary.
 std::vector<std::string> LibFuzzerTargetFlags(const std::string& target,
                                               const std::string& source_dir);
 // The libFuzzer targets of the project (fuzz/CMakeLists.txt), in order.

@@ -436,7 +436,11 @@ absl::Status Night::RunCampaign(TargetRun& target, double budget) {
             "--partitioner",
             target.partitioner,
             "--workers",
-            absl::StrCat(options_.ray_workers)};
+            absl::StrCat(options_.ray_workers),
+            "--jobs-per-worker",
+            absl::StrCat(options_.jobs),
+            "--max-devices",
+            absl::StrCat(options_.max_devices)};
   } else {
     argv = {options_.spmdcheck_binary,
             "fuzz",
@@ -452,6 +456,9 @@ absl::Status Night::RunCampaign(TargetRun& target, double budget) {
             absl::StrCat(options_.jobs),
             "--out",
             dir};
+  }
+  // Flags the Ray driver passes on to its shards as they are.
+  {
     if (canary) {
       argv.insert(argv.end(), {"--inject-bug", night_.canary_bug, "--reduce-seconds", "1"});
     } else {

@@ -207,6 +207,7 @@ assert "fake_ray_fuzz.py --address test-cluster" in ref["command"], ref["command
 assert "fake_ray_fuzz" not in t["canary"]["command"] and " fuzz " in t["canary"]["command"]
 a = json.load(open(state + "/nights/r1/reference/attempt-1/ray_args.json"))
 assert a["workers"] == 3 and a["partitioner"] == "reference" and a["seed"] == r["night"]["seed"], a
+assert a["max_devices"] == 8 and a["jobs_per_worker"] == 1 and a["reduce_seconds"] >= 1, a
 assert a["out"] == state + "/nights/r1/reference/attempt-1", a
 EOF2
 SPMDCHECK_RAY_DRIVER="$tmp/absent.py" "$bin" nightly --seconds 30 --targets reference \

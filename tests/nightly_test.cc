@@ -262,6 +262,17 @@ TEST(LibFuzzerLog, OtherKinds) {
   EXPECT_EQ(ArtifactKind("input"), "");
 }
 
+TEST(LibFuzzerFlags, FromTheOptionsFileElseTheSmokeRunsTable) {
+  const std::string src = TempDir("options");
+  std::filesystem::create_directories(src + "/fuzz/targets");
+  std::ofstream(src + "/fuzz/targets/fuzz_hlo_parser.options")
+      << "[libfuzzer]\nmax_len = 99\n# a comment\ntimeout = 7\n[other]\nmax_len = 1\n";
+  EXPECT_THAT(LibFuzzerTargetFlags("fuzz_hlo_parser", src),
+              ElementsAre("-max_len=99", "-timeout=7", "-dict=" + src + "/fuzz/targets/hlo.dict"));
+  EXPECT_THAT(LibFuzzerTargetFlags("fuzz_partition", src),
+              ElementsAre("-max_len=1212", "-timeout=60", "-rss_limit_mb=2048", "-entropic=0"));
+}
+
 // Two nights: a finding of night 1 seen again in night 2 (known) and one new in night 2.
 struct TwoNights {
   std::vector<NightRecord> nights;

@@ -13,11 +13,18 @@ import sys
 parser = argparse.ArgumentParser()
 for flag in ("--address", "--spmdcheck", "--out", "--partitioner"):
   parser.add_argument(flag, required=True)
-for flag in ("--seconds", "--seed", "--workers"):
+for flag in ("--seconds", "--seed", "--workers", "--jobs-per-worker", "--max-devices"):
   parser.add_argument(flag, required=True, type=int)
+parser.add_argument("--reduce-seconds", type=int)
+parser.add_argument("--inject-bug")
 args = parser.parse_args()
 os.makedirs(args.out, exist_ok=True)
 with open(os.path.join(args.out, "ray_args.json"), "w") as f:
   json.dump(vars(args), f)
-sys.exit(subprocess.call([args.spmdcheck, "fuzz", "--partitioner", args.partitioner, "--seconds",
-                          str(args.seconds), "--seed", str(args.seed), "--out", args.out]))
+command = [args.spmdcheck, "fuzz", "--partitioner", args.partitioner, "--seconds", str(args.seconds),
+           "--seed", str(args.seed), "--max-devices", str(args.max_devices), "--out", args.out]
+if args.reduce_seconds is not None:
+  command += ["--reduce-seconds", str(args.reduce_seconds)]
+if args.inject_bug:
+  command += ["--inject-bug", args.inject_bug]
+sys.exit(subprocess.call(command))
