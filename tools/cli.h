@@ -67,6 +67,7 @@ int RunCheck(const std::vector<std::string>& args, std::ostream& out, std::ostre
 int RunReshard(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunReduce(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunFuzz(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunNightly(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunRepro(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunLint(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunExplain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);

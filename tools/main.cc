@@ -21,6 +21,7 @@ commands:
   reshard --shape T --from S1 --to S2 --num-partitions N   the cheapest resharding plan
   reduce FILE --until fails|crash|unsupported -o OUT   shrink a failing module
   fuzz [--seconds T] [--inject-bug NAME]   generate -> partition -> check campaign
+  nightly --hours H --out DIR [--resume]   every campaign for a night, time-boxed, with reports
   repro FILE --jax -o repro.py   a standalone jax script that reproduces a partitioning
   lint FILE [--global PRE] [--topology SPEC] [--format text|json|sarif]
                         wasteful collective chains, with cheaper replacements proved equal
@@ -52,6 +53,7 @@ int main(int argc, char** argv) {
   if (command == "reshard") return spmdcheck::cli::RunReshard(args, std::cout, std::cerr);
   if (command == "reduce") return spmdcheck::cli::RunReduce(args, std::cout, std::cerr);
   if (command == "fuzz") return spmdcheck::cli::RunFuzz(args, std::cout, std::cerr);
+  if (command == "nightly") return spmdcheck::cli::RunNightly(args, std::cout, std::cerr);
   if (command == "repro") return spmdcheck::cli::RunRepro(args, std::cout, std::cerr);
   if (command == "lint") return spmdcheck::cli::RunLint(args, std::cout, std::cerr);
   if (command == "explain") return spmdcheck::cli::RunExplain(args, std::cout, std::cerr);
