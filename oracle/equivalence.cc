@@ -254,7 +254,8 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
     return manual(m.entry()->root());
   };
   const bool both_partitioned =
-      SameSignature(first, second) && (HasDeviceDependentOps(first) || manual_interface(first));
+      SameSignature(first, second) &&
+      (manual_interface(first) || (!options.first_is_global && HasDeviceDependentOps(first)));
   report.mode = both_partitioned ? "partitioned vs partitioned" : "global vs partitioned";
 
   std::vector<HloInstruction*> first_params = first.entry()->parameters();

@@ -26,6 +26,11 @@ struct EquivOptions {
   // Feed every partition the same shard (device 0's). Exists to demonstrate why that check is
   // unsound; the report says so.
   bool same_input_everywhere = false;
+  // The first module is known to be the global program (the check pipeline, pass bisection):
+  // never guess "partitioned vs partitioned" from a signature that happens to match (a dim of
+  // size 1 split over 2 devices keeps its local shape). A program whose parameters and result
+  // are all manual is still compared device by device: it has no global view.
+  bool first_is_global = false;
   int64_t max_elements_per_array = int64_t{1} << 28;
   // The partitioned module's source text, for `// holds=NAME [sharding={...}]` comments that name
   // the global value an instruction holds (optional; without them, values are matched by name).

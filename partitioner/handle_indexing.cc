@@ -188,7 +188,7 @@ std::optional<absl::StatusOr<PartitionedValue>> GatherTrivialSlicedDims(
   const Shape& local_out = gathered->shape();
   HloInstruction* mask =
       b.Broadcast(in_shard, Shape::Array(PrimitiveType::kPred, local_out.dimensions()), batch_out);
-  HloInstruction* masked = b.Select(mask, gathered, b.Filled(local_out, 0));
+  HloInstruction* masked = b.Select(mask, gathered, b.AddIdentity(local_out));
   HloInstruction* summed =
       b.AllReduce(masked, base->GroupsAlongDims(trivial), b.AddReducer(out.element_type()));
   return absl::StatusOr<PartitionedValue>(PartitionedValue{summed, out, *result});
@@ -423,7 +423,7 @@ std::optional<absl::StatusOr<PartitionedValue>> ScatterIndexParallel(
   if (!upd.ok()) return upd.status();
   SpmdBuilder& b = context.builder();
   PartitionedValue masked_updates = MaskPadding(b, *upd, 0);
-  HloInstruction* zeros = b.Filled(out, 0);
+  HloInstruction* zeros = b.AddIdentity(out);
   HloInstruction* partial =
       context.CloneLocal(instruction, {zeros, idx->local, masked_updates.local}, out);
   HloInstruction* summed = b.AllReduce(partial, update_sharding->GroupsAlongDims(tiled_batch),

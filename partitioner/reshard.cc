@@ -684,7 +684,7 @@ PartitionedValue EmitBroadcastMaximal(SpmdBuilder& b, PartitionedValue v) {
       local.rank() == 0
           ? is_owner
           : b.Broadcast(is_owner, Shape::Array(PrimitiveType::kPred, local.dimensions()), {});
-  HloInstruction* masked = b.Select(mask, v.local, b.Filled(local, 0));
+  HloInstruction* masked = b.Select(mask, v.local, b.AddIdentity(local));
   std::vector<int64_t> all(b.num_partitions());
   for (int64_t i = 0; i < b.num_partitions(); ++i) all[i] = i;
   v.local = b.AllReduce(masked, {all}, b.AddReducer(local.element_type()));
@@ -729,7 +729,7 @@ absl::StatusOr<PartitionedValue> EmitAllReduceGather(SpmdBuilder& b, Partitioned
       local.rank() == 0
           ? is_valid
           : b.Broadcast(is_valid, Shape::Array(PrimitiveType::kPred, local.dimensions()), {});
-  HloInstruction* x = b.Select(mask, v.local, b.Filled(local, 0));
+  HloInstruction* x = b.Select(mask, v.local, b.AddIdentity(local));
   if (size > 1) {
     Shape buffer_shape = local;
     buffer_shape.set_dimensions(k, size);
@@ -738,7 +738,7 @@ absl::StatusOr<PartitionedValue> EmitAllReduceGather(SpmdBuilder& b, Partitioned
       starts.push_back(j == k ? b.TableLookup(offset, absl::StrCat("offset.dim", k))
                               : b.ConstantS32(0));
     }
-    x = b.DynamicUpdateSlice(b.Filled(buffer_shape, 0), x, starts);
+    x = b.DynamicUpdateSlice(b.AddIdentity(buffer_shape), x, starts);
   }
   x = b.AllReduce(x, groups, b.AddReducer(local.element_type()));
   absl::StatusOr<HloSharding> next = FoldDims(v.sharding, rank, {k}, n_devices);

@@ -77,6 +77,10 @@ class SpmdBuilder {
                           HloInstruction* pad_value);
   // Pads with zeros (the constant is only created when some dim grows).
   HloInstruction* PadHighWithZero(HloInstruction* x, absl::Span<const int64_t> high);
+  // The identity of addition, -0.0 for floats (0 for integers): what a masked all-reduce(sum)
+  // fills the other devices' part with, so that x + fill == x bit for bit (+0.0 would turn a
+  // -0.0 into +0.0, which a total-order compare, a sort or a TopK then sees).
+  HloInstruction* AddIdentity(const Shape& shape) { return Filled(shape, -0.0); }
   HloInstruction* Pad(HloInstruction* x, const std::vector<PadDim>& padding,
                       HloInstruction* pad_value);
   HloInstruction* DynamicSlice(HloInstruction* x, absl::Span<HloInstruction* const> starts,

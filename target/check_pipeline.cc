@@ -667,6 +667,7 @@ absl::StatusOr<CheckOutcome> CheckPartitioningImpl(const HloModule& global,
   const HloModule& oracle_partitioned =
       wide_partitioned != nullptr ? *wide_partitioned : *outcome.partitioned;
   oracle::EquivOptions equiv;
+  equiv.first_is_global = true;
   equiv.num_partitions = num_partitions;
   equiv.trials = options.trials;
   equiv.seed = options.seed;

@@ -4,7 +4,9 @@
 // differently is oracle-disagrees (both unknown).
 #include "target/check_pipeline.h"
 
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -194,6 +196,23 @@ TEST(DescribeModuleChanges, NamesOpcodeCountsThatMoved) {
   std::vector<std::string> changes = DescribeModuleChanges(*a, *b);
   ASSERT_FALSE(changes.empty());
   EXPECT_THAT(changes[0], HasSubstr("negate 1 -> 0"));
+}
+
+// The check pipeline knows which module is global: a matching signature does not make the
+// global program a partitioned one (tests/data/manual_region_same_signature.hlo).
+TEST(CheckPipeline, AGlobalProgramWithAManualRegionIsJudgedAsGlobal) {
+  std::ifstream in(std::string(SPMDCHECK_SOURCE_DIR) +
+                   "/tests/data/manual_region_same_signature.hlo");
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<ParsedModule> m = ParseHloModule(text.str());
+  ASSERT_TRUE(m.ok()) << m.status();
+  CheckOptions options;
+  options.seed = 17986186861305372233u;
+  options.trials = 2;
+  absl::StatusOr<CheckOutcome> o = CheckPartitioning(*m->module, options);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->status, CheckStatus::kHolds) << o->message;
 }
 
 }  // namespace

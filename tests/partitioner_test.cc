@@ -234,6 +234,37 @@ ENTRY main {
   EXPECT_EQ(o.stats.fallbacks(), 0);
 }
 
+// A masked all-reduce(sum) that replicates a value must fill the other devices' part with -0.0,
+// the identity of addition: +0.0 turned every negated zero into +0.0, and a TopK (a total order,
+// -0.0 < +0.0) then picked other indices (nightly 2026-12-02, wrong-result.custom-call).
+TEST(Partitioner, MaskedAllReduceKeepsNegativeZeros) {
+  absl::StatusOr<ParsedModule> m = ParseHloModule(R"(HloModule a, num_partitions=7
+cmp {
+  a = f32[] parameter(0)
+  b = f32[] parameter(1)
+  ROOT gt = pred[] compare(a, b), direction=GT, type=TOTALORDER
+}
+ENTRY main {
+  p0 = bf16[3,6] parameter(0), sharding={devices=[7,1]<=[7]}
+  n = bf16[3,6] negate(p0)
+  t = bf16[6,3] transpose(n), dimensions={1,0}
+  p5 = bf16[6,6] parameter(1)
+  p7 = bf16[6,8] parameter(2)
+  c8 = bf16[6,14] concatenate(p7, t, t), dimensions={1}
+  c10 = bf16[6,26] concatenate(p5, c8, p5), dimensions={1}
+  f = f32[6,26] convert(c10)
+  ROOT topk = (f32[6,26], s32[6,26]) custom-call(f), custom_call_target="TopK", to_apply=cmp
+}
+)");
+  ASSERT_TRUE(m.ok()) << m.status();
+  target::CheckOptions options;
+  options.seed = 1670316976948134828u;  // The nightly's trial: inputs with zeros in p0.
+  options.trials = 1;
+  absl::StatusOr<target::CheckOutcome> o = target::CheckPartitioning(*m->module, options);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->status, target::CheckStatus::kHolds) << o->message;
+}
+
 TEST(Partitioner, ContractingShardedDotUsesAllReduceNotGather) {
   target::CheckOutcome o = Check(R"(HloModule a, num_partitions=4
 ENTRY main {
