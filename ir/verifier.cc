@@ -250,6 +250,35 @@ class ModuleVerifier {
     if (operands_ok) VerifyShape(instr);
     VerifySharding(instr);
     if (operands_ok) VerifyCollective(instr);
+    if (operands_ok) VerifyFullToShard(instr);
+  }
+
+  // SPMDFullToShardShape turns its operand, under the operand's sharding, into each device's
+  // shard: with a fully manual result, the result shape is the operand's tile (the whole operand
+  // when that is replicated). Another shape has no meaning (XLA's partitioner aborts on it).
+  void VerifyFullToShard(const HloInstruction& instr) {
+    if (instr.opcode() != HloOpcode::kCustomCall || instr.operand_count() != 1 ||
+        instr.attrs().custom_call_target.value_or("") != "SPMDFullToShardShape") {
+      return;
+    }
+    const HloInstruction& operand = *instr.operand(0);
+    const std::optional<HloSharding>& from = operand.sharding();
+    const std::optional<HloSharding>& to = instr.sharding();
+    if (!from || !to || !to->IsManual() || !operand.shape().IsArray() || !instr.shape().IsArray()) {
+      return;
+    }
+    std::optional<Shape> shard;
+    if (from->IsReplicated() || from->IsMaximal()) {
+      shard = operand.shape();
+    } else if (from->IsTiled() && from->subgroup_types().empty() &&
+               from->Validate(operand.shape(), 0).ok()) {
+      shard = from->TileShape(operand.shape());
+    }
+    if (shard && !shard->Compatible(instr.shape())) {
+      Report(instr, absl::StrCat("SPMDFullToShardShape of ", operand.shape().ToString(false),
+                                 " under ", from->ToString(false), " gives shards of ",
+                                 shard->ToString(false), ", not ", instr.shape().ToString(false)));
+    }
   }
 
   void VerifyCalledComputations(const HloInstruction& instr) {

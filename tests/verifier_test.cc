@@ -441,6 +441,31 @@ TEST(VerifierTest, ManualSubgroupAllReduceStaysWithinOneSubgroup) {
   EXPECT_THAT(Messages(*module("{{0},{1},{2},{3}}")), IsEmpty());
 }
 
+// SPMDFullToShardShape's result is the operand's tile: s32[8] over 4 devices gives s32[2] shards;
+// a replicated operand enters whole (s32[8]). The reducer once dropped the `Sharding` call
+// before it, leaving a replicated s32[2] "sharded" to s32[1], on which XLA aborts.
+TEST(VerifierTest, FullToShardResultIsTheOperandsTile) {
+  auto text = [](absl::string_view operand_sharding, absl::string_view result) {
+    return absl::StrCat(
+        R"(HloModule m, num_partitions=4
+ENTRY main {
+  p = s32[8] parameter(0), sharding=)",
+        operand_sharding, R"(
+  ROOT s = )",
+        result,
+        R"( custom-call(p), custom_call_target="SPMDFullToShardShape", sharding={manual}
+}
+)");
+  };
+  EXPECT_THAT(Messages(*Parse(text("{devices=[4]<=[4]}", "s32[2]"))), IsEmpty());
+  EXPECT_THAT(Messages(*Parse(text("{replicated}", "s32[8]"))), IsEmpty());
+  EXPECT_THAT(OnlyMessage(text("{replicated}", "s32[2]")),
+              HasSubstr("s: SPMDFullToShardShape of s32[8] under {replicated} gives shards of "
+                        "s32[8], not s32[2]"));
+  EXPECT_THAT(OnlyMessage(text("{devices=[4]<=[4]}", "s32[4]")),
+              HasSubstr("gives shards of s32[2], not s32[4]"));
+}
+
 TEST(VerifierTest, OnlyAllReduceMayHaveGroupsOfDifferentSizes) {
   std::unique_ptr<HloModule> all_reduce = Parse(AllReduce("", "replica_groups={{0,1},{2}}"));
   EXPECT_THAT(Messages(*all_reduce), IsEmpty());
