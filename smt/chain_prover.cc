@@ -80,7 +80,7 @@ std::string StatusText(const absl::Status& status) { return std::string(status.m
 
 z3::params SolverParams(z3::context& ctx, int64_t timeout_ms) {
   z3::params params(ctx);
-  params.set("timeout", static_cast<unsigned>(std::clamp<int64_t>(timeout_ms, 1, 1 << 30)));
+  params.set("timeout", Z3TimeoutParam(timeout_ms));
   return params;
 }
 

@@ -37,7 +37,7 @@ class Query {
  public:
   Query(z3::context& ctx, int64_t timeout_ms) : solver_(ctx) {
     z3::params params(ctx);
-    params.set("timeout", static_cast<unsigned>(std::clamp<int64_t>(timeout_ms, 1, 1 << 30)));
+    params.set("timeout", Z3TimeoutParam(timeout_ms));
     solver_.set(params);
   }
   // For queries over bounded integer digits only: eliminate the defined variables, turn the
@@ -50,7 +50,7 @@ class Query {
                         z3::tactic(ctx, "sat");
     Query q(ctx, tactic.mk_solver());
     z3::params params(ctx);
-    params.set("timeout", static_cast<unsigned>(std::clamp<int64_t>(timeout_ms, 1, 1 << 30)));
+    params.set("timeout", Z3TimeoutParam(timeout_ms));
     q.solver_.set(params);
     return q;
   }

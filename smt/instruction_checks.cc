@@ -149,7 +149,7 @@ ProofResult Z3Placement(const HloSharding& from, const HloSharding& to,
   z3::context ctx;
   z3::solver solver(ctx);
   z3::params params(ctx);
-  params.set("timeout", static_cast<unsigned>(std::clamp<int64_t>(timeout_ms, 1, 1 << 30)));
+  params.set("timeout", Z3TimeoutParam(timeout_ms));
   solver.set(params);
   TileEncoding f = EncodeTileAssignment(ctx, from.tile_assignment(), "f", true);
   for (unsigned i = 0; i < f.constraints.size(); ++i) solver.add(f.constraints[i]);

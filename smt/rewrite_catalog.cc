@@ -148,7 +148,7 @@ InstanceResult CheckSidesUnguarded(const MeshModel& mesh, const std::vector<int>
   auto make_solver = [&]() {
     z3::solver solver(ctx);
     z3::params params(ctx);
-    params.set("timeout", static_cast<unsigned>(std::clamp<int64_t>(timeout_ms, 1, 1 << 30)));
+    params.set("timeout", Z3TimeoutParam(timeout_ms));
     solver.set(params);
     for (const Expr& a : assumptions) solver.add(lower.Lower(a));
     for (const Expr& s : mesh.sizes) solver.add(lower.Lower(rw::Le(Const(1), s)));

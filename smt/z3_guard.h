@@ -29,6 +29,17 @@ int64_t Z3MemoryLimitMb();
 // failed context creation (the C++ API dereferences it), so a proof is not started then.
 bool ApplyZ3Limits(std::string* reason);
 
+// The value of Z3's "timeout" parameter for a timeout of `timeout_ms`: at least
+// kMinZ3TimeoutMs. Debian's Z3 (4.8.12) sometimes deadlocks in its timer when it fires within a
+// millisecond or two of a check starting (`prove sharding ... --timeout-ms 1` hung about 1 run in
+// 40; never in 200 runs at 10-20 ms), so shorter timeouts are raised to this.
+inline constexpr int64_t kMinZ3TimeoutMs = 20;
+inline unsigned Z3TimeoutParam(int64_t timeout_ms) {
+  return static_cast<unsigned>(timeout_ms < kMinZ3TimeoutMs      ? kMinZ3TimeoutMs
+                               : timeout_ms > (int64_t{1} << 30) ? (int64_t{1} << 30)
+                                                                 : timeout_ms);
+}
+
 // `unknown: Z3 failed (<what>): <message>`.
 std::string Z3FailureReason(absl::string_view what, absl::string_view message);
 
