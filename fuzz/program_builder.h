@@ -112,8 +112,10 @@ class Builder {
     pending_.clear();
   }
 
-  // Adds `instr` to `comp` after checking its shape against shape inference (the inferred shape
-  // wins when there is one). nullptr when the instruction is inconsistent.
+  // Adds `instr` to `comp` after checking its shape against shape inference: nullptr when the
+  // shapes differ or inference rejects the instruction. Ops inference does not model (it answers
+  // Unimplemented: custom-calls such as TopK or SPMDFullToShardShape) keep the shape the pattern
+  // gave them; the verifier still checks the whole program afterwards.
   HloInstruction* Emit(HloComputation* comp, std::unique_ptr<HloInstruction> instr) {
     absl::StatusOr<Shape> inferred = InferShape(*instr, mesh_.num_devices(), 1);
     if (inferred.ok()) {
