@@ -93,6 +93,7 @@ Tolerance ToleranceFor(const Shape& shape, InputStyle style) {
   const double factor = style == InputStyle::kReals ? 64.0 : 2.0;
   tolerance.relative = eps * factor;
   tolerance.absolute = eps * factor;
+  tolerance.absolute_scales_with_magnitude = eps > 0 && eps <= 0x1.0p-23;  // f32, f64.
   return tolerance;
 }
 

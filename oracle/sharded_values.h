@@ -32,6 +32,10 @@ struct Tolerance {
   // Relative and absolute error allowed for floating-point elements; 0 means exact.
   double relative = 0;
   double absolute = 0;
+  // The comparisons below then scale `absolute` by the largest finite magnitude in the expected
+  // array (at least 1): rounding errors follow the size of the summed terms, not of a cancelled
+  // sum. For f32/f64 only: 64 ulps of a narrow float are already a coarse bound.
+  bool absolute_scales_with_magnitude = false;
 };
 
 // The first element where `local` (device `device`'s value) differs from its shard of `global`

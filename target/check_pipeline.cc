@@ -246,6 +246,7 @@ oracle::Tolerance ExecutionTolerance(PrimitiveType type) {
   }
   tolerance.relative = eps * 64;
   tolerance.absolute = eps * 64;
+  tolerance.absolute_scales_with_magnitude = eps > 0 && eps <= 0x1.0p-23;  // f32, f64, c64, c128.
   return tolerance;
 }
 
@@ -369,6 +370,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
           if (check.wrong_devices.empty()) {
             (*m)->leaf = sharded->size() > 1 ? absl::StrCat("{", l, "}") : "";
             check.device = d;
+            check.output = static_cast<int64_t>(l);
             check.detail = absl::StrCat("device ", d, " ", MismatchText(**m),
                                         " (expected = XLA on one device)");
           }

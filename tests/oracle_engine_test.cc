@@ -5,6 +5,7 @@
 
 #include "ir/hlo_parser.h"
 #include "oracle/engine.h"
+#include "oracle/sharded_values.h"
 
 namespace spmdcheck::oracle {
 namespace {
@@ -204,6 +205,38 @@ ENTRY e {
   // 3 elements over 2 tiles of 2: device 1 holds element 2 and one zero of padding.
   EXPECT_EQ((*results)[0].ToString(), "u32[2] {0, 1}");
   EXPECT_EQ((*results)[1].ToString(), "u32[2] {2, 0}");
+}
+
+// Float results compare within 64 ulps of the largest magnitude in the same array: a cancelled
+// sum (a small element next to large ones) may carry the rounding error of its large terms,
+// while an element off by more than that is still a mismatch.
+TEST(OracleToleranceTest, AbsoluteToleranceFollowsTheArraysLargestMagnitude) {
+  Tolerance tolerance;
+  tolerance.relative = tolerance.absolute = 64 * 0x1.0p-23;  // 7.6e-6
+  tolerance.absolute_scales_with_magnitude = true;
+  auto r1 = [](std::vector<double> values) {
+    Literal l(Shape::Array(PrimitiveType::kF32, {static_cast<int64_t>(values.size())}));
+    for (size_t i = 0; i < values.size(); ++i) l.SetDouble(static_cast<int64_t>(i), values[i]);
+    return l;
+  };
+  // Next to a 2.0, a 0.0128 off by 7.9e-6 (the tanh/dot pipeline's cancellation) is rounding.
+  EXPECT_FALSE(CompareLiterals(r1({2.0, 0.012781858}), r1({2.0, 0.012773991}), tolerance));
+  // Alone, it is not: the error exceeds 64 ulps of every value in the array.
+  EXPECT_TRUE(CompareLiterals(r1({0.5, 0.012781858}), r1({0.5, 0.012773991}), tolerance));
+  // A wrong element next to large ones is still wrong.
+  EXPECT_TRUE(CompareLiterals(r1({100.0, 1.0}), r1({100.0, 1.01}), tolerance));
+  // The same scale in a device's shard: device 1 holds {0.012773991} of {2.0, 0.012781858}.
+  const HloSharding split = HloSharding::Tile(TileAssignment::Iota({2}));
+  absl::StatusOr<std::optional<ElementMismatch>> shard =
+      CompareShard(r1({0.012773991}), r1({2.0, 0.012781858}), split, 1, tolerance);
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  EXPECT_FALSE(shard->has_value());
+  shard = CompareShard(r1({0.02}), r1({2.0, 0.012781858}), split, 1, tolerance);
+  ASSERT_TRUE(shard.ok()) << shard.status();
+  EXPECT_TRUE(shard->has_value());
+  // Without the scaling (narrow floats), 64 ulps of each value only.
+  tolerance.absolute_scales_with_magnitude = false;
+  EXPECT_TRUE(CompareLiterals(r1({2.0, 0.012781858}), r1({2.0, 0.012773991}), tolerance));
 }
 
 }  // namespace
