@@ -73,6 +73,8 @@ struct ExecutionCheck {
   Verdict verdict = Verdict::kUnknown;
   std::string detail;  // The first mismatch, or why unknown.
   int64_t device = -1;
+  // The flat output (the root's array leaves in order) of the first mismatch; -1 when unknown.
+  int64_t output = -1;
   std::vector<int64_t> wrong_devices;
   int64_t trial = -1;
   int64_t trials_run = 0;

@@ -18,8 +18,28 @@ std::string OpcodeOf(const HloModule& program, const std::string& name) {
   return name;
 }
 
+// The instruction that produces flat output `leaf` (array leaves in order) of `instr`: through
+// tuple instructions to their operands; any other tuple-shaped instruction is itself the answer.
+const HloInstruction* LeafProducer(const HloInstruction* instr, int64_t leaf) {
+  while (instr->opcode() == HloOpcode::kTuple) {
+    const HloInstruction* next = nullptr;
+    for (const HloInstruction* operand : instr->operands()) {
+      const int64_t leaves = operand->shape().IsTuple() ? operand->shape().LeafCount() : 1;
+      if (leaf < leaves) {
+        next = operand;
+        break;
+      }
+      leaf -= leaves;
+    }
+    if (next == nullptr) return instr;
+    instr = next;
+  }
+  return instr;
+}
+
 // The opcode of the global instruction a failure points at: the first diverging one, else the
-// root (for crashes: the instruction the message starts with).
+// producer of the wrong output of XLA's execution, else the root (for crashes: the instruction
+// the message starts with).
 std::string Where(const CheckOutcome& outcome, const HloModule& program) {
   if (outcome.report.verdict == Verdict::kFails && outcome.report.first_divergence.has_value()) {
     const std::string& holds = outcome.report.first_divergence->holds;
@@ -39,6 +59,10 @@ std::string Where(const CheckOutcome& outcome, const HloModule& program) {
     const std::string first = m.substr(0, std::min<size_t>(m.find_first_of(" :("), 24));
     const std::string op = OpcodeOf(program, first);
     if (op != first) return op;
+  }
+  if (outcome.xla_end_to_end.has_value() && outcome.xla_end_to_end->output >= 0) {
+    return std::string(HloOpcodeString(
+        LeafProducer(program.entry()->root(), outcome.xla_end_to_end->output)->opcode()));
   }
   return std::string(HloOpcodeString(program.entry()->root()->opcode()));
 }

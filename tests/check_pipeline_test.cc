@@ -15,6 +15,7 @@
 #include "ir/hlo_parser.h"
 #include "oracle/engine.h"
 #include "oracle/sharded_values.h"
+#include "target/signature.h"
 
 namespace spmdcheck::target {
 namespace {
@@ -213,6 +214,32 @@ TEST(CheckPipeline, AGlobalProgramWithAManualRegionIsJudgedAsGlobal) {
   absl::StatusOr<CheckOutcome> o = CheckPartitioning(*m->module, options);
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->status, CheckStatus::kHolds) << o->message;
+}
+
+// A miscompile only XLA's execution shows, in output {1} of a tuple root, is named after the
+// instruction that produces that output (through nested tuples), not after the tuple.
+TEST(SignatureTest, XlaMiscompileOfATupleOutputNamesItsProducer) {
+  absl::StatusOr<ParsedModule> m = ParseHloModule(R"(HloModule t, num_partitions=2
+ENTRY main (p: f32[4], q: f32[4]) -> (f32[4], (f32[4], f32[4])) {
+  p = f32[4] parameter(0)
+  q = f32[4] parameter(1)
+  n = f32[4] negate(q)
+  a = f32[4] add(p, q)
+  inner = (f32[4], f32[4]) tuple(a, n)
+  ROOT t = (f32[4], (f32[4], f32[4])) tuple(p, inner)
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  CheckOutcome outcome;
+  outcome.status = CheckStatus::kFails;
+  outcome.finding = Finding::kConfirmedByXla;
+  outcome.xla_end_to_end.emplace();
+  outcome.xla_end_to_end->verdict = Verdict::kFails;
+  outcome.xla_end_to_end->output = 2;
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.negate");
+  outcome.xla_end_to_end->output = 1;
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.add");
+  outcome.xla_end_to_end->output = -1;  // Unknown output: the root.
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.tuple");
 }
 
 }  // namespace
