@@ -12,10 +12,12 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "fuzz/program_gen.h"
 #include "fuzz/reducer.h"
 #include "ir/hlo_printer.h"
@@ -39,6 +41,26 @@ using target::PartitionerUnderTest;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Whether a comma-separated partitioner list puts XLA's GSPMD or Shardy under test.
+bool HasXlaPartitioner(absl::string_view specs) {
+  for (absl::string_view spec : absl::StrSplit(specs, ',')) {
+    spec = absl::StripAsciiWhitespace(spec);
+    if (absl::StartsWith(spec, "xla") || absl::StartsWith(spec, "gspmd") ||
+        absl::StartsWith(spec, "shardy")) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether a comma-separated partitioner list puts Shardy under test.
+bool HasShardyPartitioner(absl::string_view specs) {
+  for (absl::string_view spec : absl::StrSplit(specs, ',')) {
+    if (absl::StartsWith(absl::StripAsciiWhitespace(spec), "shardy")) return true;
+  }
+  return false;
+}
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -118,9 +140,19 @@ std::string CampaignReport::ToString() const {
     absl::StrAppendFormat(
         &out,
         "  %s: %d case(s): holds %d, failures %d, to investigate %d, unknown %d; accepted %d "
-        "(%.1f%%), %.1fs partitioning\n",
+        "(%.1f%%%s%s), %.1fs partitioning\n",
         spec, t.cases, t.holds, t.failures, t.investigate, t.unknown, t.accepted,
         t.cases > 0 ? 100.0 * static_cast<double>(t.accepted) / static_cast<double>(t.cases) : 0.0,
+        t.rejected_by_bug > 0
+            ? absl::StrFormat(
+                  "; %.1f%% of the %d not stopped by an XLA crash or rejection bug",
+                  100.0 * static_cast<double>(t.accepted) /
+                      static_cast<double>(std::max<int64_t>(1, t.cases - t.rejected_by_bug)),
+                  t.cases - t.rejected_by_bug)
+            : "",
+        t.one_mesh_cases > 0
+            ? absl::StrFormat("; one-mesh programs %d/%d", t.one_mesh_accepted, t.one_mesh_cases)
+            : "",
         t.seconds);
   }
   if (times.Total() > 0) {
@@ -209,6 +241,13 @@ nlohmann::json CampaignReport::ToJson(const CampaignOptions& options) const {
         {"accepted", t.accepted},
         {"acceptance_rate",
          t.cases > 0 ? static_cast<double>(t.accepted) / static_cast<double>(t.cases) : 0.0},
+        {"rejected_by_xla_bug", t.rejected_by_bug},
+        {"acceptance_rate_without_xla_bugs",
+         t.cases > t.rejected_by_bug
+             ? static_cast<double>(t.accepted) / static_cast<double>(t.cases - t.rejected_by_bug)
+             : 0.0},
+        {"one_mesh_cases", t.one_mesh_cases},
+        {"one_mesh_accepted", t.one_mesh_accepted},
         {"seconds", t.seconds}};
   }
   nlohmann::json findings = nlohmann::json::array();
@@ -281,6 +320,10 @@ class Campaign {
     gen_.max_devices = options.max_devices;
     // Validated by RunCampaign.
     SetPatternWeights(options.pattern_weights, &gen_).IgnoreError();
+    if (HasXlaPartitioner(options.partitioners)) gen_.min_devices = 2;
+    gen_.one_mesh_percent = options.one_mesh_percent >= 0                ? options.one_mesh_percent
+                            : HasShardyPartitioner(options.partitioners) ? 50
+                                                                         : 0;
     target_options_ = options.target;
     target_options_.inject_bug = options.inject_bug;
   }
@@ -315,7 +358,10 @@ class Campaign {
         "spmdcheck fuzz --seed ", options_.seed, " --max-devices ", options_.max_devices,
         " --partitioner ", options_.partitioners,
         options_.inject_bug.empty() ? "" : " --inject-bug " + options_.inject_bug,
-        options_.pattern_weights.empty() ? "" : " --pattern-weights " + options_.pattern_weights);
+        options_.pattern_weights.empty() ? "" : " --pattern-weights " + options_.pattern_weights,
+        options_.one_mesh_percent >= 0
+            ? absl::StrCat(" --one-mesh-percent ", options_.one_mesh_percent)
+            : "");
   }
   std::string ReproduceFlags(const std::string& spec) const {
     std::string flags = spec == "reference" ? "" : absl::StrCat(" --partitioner ", spec);
@@ -635,6 +681,10 @@ void Campaign::RunJob() {
         ++tally.accepted;
         ++report_.progress.accepted;
       }
+      if (program->one_mesh) {
+        ++tally.one_mesh_cases;
+        if (outcome->partitioned != nullptr) ++tally.one_mesh_accepted;
+      }
       if (outcome->status == CheckStatus::kHolds) {
         ++tally.holds;
         ++report_.progress.holds;
@@ -671,6 +721,12 @@ void Campaign::RunJob() {
         continue;
       }
       const FailureSignature signature = target::SignatureOf(spec, *outcome, *program->module);
+      if (outcome->partitioned == nullptr &&
+          (absl::StrContains(signature.text, ".crash.") ||
+           absl::StrContains(signature.text, ".xla-rejects-valid.") ||
+           absl::EndsWith(signature.text, ".timeout"))) {
+        ++tally.rejected_by_bug;
+      }
       if (signature.text.empty()) {
         ++tally.unknown;
         ++report_.progress.unsupported;

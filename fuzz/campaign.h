@@ -52,6 +52,9 @@ struct CampaignOptions {
   // Generator pattern weights, `name=w,...` (fuzz/program_gen.h SetPatternWeights); empty: the
   // defaults.
   std::string pattern_weights;
+  // Share of one-mesh programs (ProgramGenOptions::one_mesh_percent); -1: 50 when a Shardy
+  // partitioner is under test (only one-mesh programs import into Shardy), else 0.
+  int one_mesh_percent = -1;
   target::TargetOptions target;
   std::string reproduce_flags;  // Flags for `reproduce:` lines (--xla-venv, --timeout).
   std::string out_dir = "fuzz-out";
@@ -118,7 +121,13 @@ struct PartitionerTally {
   int64_t investigate = 0;  // oracle-only, oracle-disagrees.
   int64_t unknown = 0;
   int64_t accepted = 0;  // The partitioner produced a module (it neither rejected nor crashed).
-  double seconds = 0;    // In the partitioner (XLA: compiles).
+  // Of the cases not accepted: XLA crashed, timed out or refused a module our verifier accepts
+  // (each a finding: crash.*, timeout, xla-rejects-valid.*). The rest of the shortfall is the
+  // generator's (invalid input) or the import's (unknown).
+  int64_t rejected_by_bug = 0;
+  int64_t one_mesh_cases = 0;  // Of `cases`: one-mesh programs (the generator's option).
+  int64_t one_mesh_accepted = 0;
+  double seconds = 0;  // In the partitioner (XLA: compiles).
 };
 
 // Where the campaign's time went, summed over jobs (seconds).

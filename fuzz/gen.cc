@@ -205,6 +205,40 @@ Gen<HloSharding> GenArraySharding(const Shape& shape, const Mesh& mesh) {
        {8, GenTileDimsSharding(shape, mesh)}});
 }
 
+// Only what the mesh itself expresses: no random tile dims or device orders, no manual.
+Gen<HloSharding> GenOneMeshArraySharding(const Shape& shape, const Mesh& mesh) {
+  return gen::weightedOneOf<HloSharding>(
+      {{2, gen::just(HloSharding::Replicate())},
+       {1, gen::map(Uniform<int64_t>(0, mesh.num_devices()),
+                    [](int64_t d) { return HloSharding::AssignDevice(d); })},
+       {10, GenMeshSharding(shape, mesh)}});
+}
+
+// Flat tuple shardings (one element per array leaf, nested tuples flattened) for tuple shapes.
+Gen<HloSharding> GenShardingForLeaves(const Shape& shape, const Mesh& mesh,
+                                      Gen<HloSharding> (*array_gen)(const Shape& shape,
+                                                                    const Mesh& mesh)) {
+  if (!shape.IsTuple()) return array_gen(shape, mesh);
+  std::vector<Gen<HloSharding>> elements;
+  std::vector<const Shape*> stack = {&shape};
+  while (!stack.empty()) {
+    const Shape* s = stack.back();
+    stack.pop_back();
+    if (!s->IsTuple()) {
+      elements.push_back(array_gen(*s, mesh));
+      continue;
+    }
+    for (auto it = s->tuple_shapes().rbegin(); it != s->tuple_shapes().rend(); ++it) {
+      stack.push_back(&*it);
+    }
+  }
+  return gen::exec([elements] {
+    std::vector<HloSharding> out;
+    for (const auto& g : elements) out.push_back(*g);
+    return HloSharding::Tuple(std::move(out));
+  });
+}
+
 }  // namespace
 
 Gen<std::vector<int64_t>> GenPermutation(int64_t n) {
@@ -292,28 +326,11 @@ Gen<Mesh> GenMesh() {
 }
 
 Gen<HloSharding> GenShardingFor(const Shape& shape, const Mesh& mesh) {
-  if (shape.IsTuple()) {
-    // XLA tuple shardings are flat: one element per array leaf, nested tuples flattened.
-    std::vector<Gen<HloSharding>> elements;
-    std::vector<const Shape*> stack = {&shape};
-    while (!stack.empty()) {
-      const Shape* s = stack.back();
-      stack.pop_back();
-      if (!s->IsTuple()) {
-        elements.push_back(GenArraySharding(*s, mesh));
-        continue;
-      }
-      for (auto it = s->tuple_shapes().rbegin(); it != s->tuple_shapes().rend(); ++it) {
-        stack.push_back(&*it);
-      }
-    }
-    return gen::exec([elements] {
-      std::vector<HloSharding> out;
-      for (const auto& g : elements) out.push_back(*g);
-      return HloSharding::Tuple(std::move(out));
-    });
-  }
-  return GenArraySharding(shape, mesh);
+  return GenShardingForLeaves(shape, mesh, GenArraySharding);
+}
+
+Gen<HloSharding> GenOneMeshShardingFor(const Shape& shape, const Mesh& mesh) {
+  return GenShardingForLeaves(shape, mesh, GenOneMeshArraySharding);
 }
 
 Gen<ReplicaGroups> GenReplicaGroups(int64_t num_devices) {

@@ -58,6 +58,11 @@ rc::Gen<Mesh> GenMesh();
 // element per leaf) for tuple shapes.
 rc::Gen<HloSharding> GenShardingFor(const Shape& shape, const Mesh& mesh);
 
+// A sharding of `shape` that `mesh` alone expresses: replicated, maximal, or mesh axes assigned
+// to dims (unused axes replicate). What Shardy's one-mesh model imports: no random tile dims or
+// device orders, no manual shardings. Flat tuple shardings for tuple shapes.
+rc::Gen<HloSharding> GenOneMeshShardingFor(const Shape& shape, const Mesh& mesh);
+
 // Uniform-size replica groups covering 0..num_devices-1 exactly once, explicit or iota form.
 rc::Gen<ReplicaGroups> GenReplicaGroups(int64_t num_devices);
 

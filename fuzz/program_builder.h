@@ -77,8 +77,10 @@ struct Checkpoint {
 
 class Builder {
  public:
-  Builder(const ProgramGenOptions& options, Mesh mesh, PrimitiveType base_type)
-      : options_(options), mesh_(std::move(mesh)), base_type_(base_type) {
+  // `one_mesh`: every sharding comes from `mesh` (ProgramGenOptions::one_mesh_percent).
+  Builder(const ProgramGenOptions& options, Mesh mesh, PrimitiveType base_type,
+          bool one_mesh = false)
+      : options_(options), mesh_(std::move(mesh)), base_type_(base_type), one_mesh_(one_mesh) {
     module_ = std::make_unique<HloModule>("generated");
     module_->set_num_partitions(mesh_.num_devices());
     auto entry = std::make_unique<HloComputation>("main");
@@ -160,7 +162,9 @@ class Builder {
   // A sharding from fuzz/gen.h for `shape` on the mesh; manual / maximal ones become replicated
   // when the options exclude them.
   std::optional<HloSharding> RandomSharding(const Shape& shape, uint64_t seed, int size) {
-    HloSharding s = GenShardingFor(shape, mesh_)(rc::Random(seed), size).value();
+    HloSharding s = (one_mesh_ ? GenOneMeshShardingFor(shape, mesh_)
+                               : GenShardingFor(shape, mesh_))(rc::Random(seed), size)
+                        .value();
     return Allowed(s);
   }
 
@@ -986,6 +990,7 @@ class Builder {
   }
   HloComputation* entry() const { return entry_; }
   const Mesh& mesh() const { return mesh_; }
+  bool one_mesh() const { return one_mesh_; }
   const std::vector<std::unique_ptr<HloComputation>>& pending() const { return pending_; }
   // Drops the sharding of `instr` when it carries a pattern of weight 0.
   void DropDisabledSharding(HloInstruction* instr);
@@ -995,6 +1000,7 @@ class Builder {
   const ProgramGenOptions& options_;
   Mesh mesh_;
   PrimitiveType base_type_;
+  bool one_mesh_ = false;  // Shardings only from mesh_ (no random tile dims, no manual).
   std::unique_ptr<HloModule> module_;
   HloComputation* entry_ = nullptr;
   std::vector<HloInstruction*> pool_;

@@ -298,7 +298,7 @@ std::vector<int64_t> Reversed(std::vector<int64_t> v) {
   return v;
 }
 
-Mesh MeshFromHeader(Choices& ch, int64_t max_devices, bool allow_transposed) {
+Mesh MeshFromHeader(Choices& ch, int64_t max_devices, int64_t min_devices, bool allow_transposed) {
   static constexpr int64_t kSizes[] = {1, 2, 2, 4, 3, 2, 8, 4, 2, 6, 5, 16};
   const int64_t k = 1 + ch.Below(3);
   std::vector<int64_t> sizes;
@@ -307,6 +307,8 @@ Mesh MeshFromHeader(Choices& ch, int64_t max_devices, bool allow_transposed) {
     auto it = std::max_element(sizes.begin(), sizes.end());
     *it /= 2;
   }
+  // Too few devices: double the first axis until there are enough (within max_devices).
+  while (Product(sizes) < std::min(min_devices, max_devices)) sizes[0] *= 2;
   static const char* const kNames[] = {"x", "y", "z"};
   std::vector<MeshAxis> axes;
   for (int64_t i = 0; i < k; ++i) axes.push_back({kNames[i], sizes[i]});
@@ -441,7 +443,7 @@ absl::StatusOr<GeneratedProgram> BuildProgram(const ProgramRecipe& recipe,
   }
   Choices header(recipe.header);
   Mesh mesh = MeshFromHeader(
-      header, options.max_devices,
+      header, options.max_devices, options.min_devices,
       !options.exclude_disabled_patterns ||
           options.pattern_weights[static_cast<int>(GenPattern::kTransposedIotaDevices)] > 0);
   static constexpr PrimitiveType kBaseTypes[] = {PrimitiveType::kF32, PrimitiveType::kS32,
@@ -451,7 +453,9 @@ absl::StatusOr<GeneratedProgram> BuildProgram(const ProgramRecipe& recipe,
       options.pattern_weights[static_cast<int>(GenPattern::kNarrowFloat)] <= 0) {
     base = PrimitiveType::kF32;
   }
-  Builder b(options, std::move(mesh), base);
+  const bool one_mesh = options.one_mesh_percent >= 100 ||
+                        (options.one_mesh_percent > 0 && header.Percent(options.one_mesh_percent));
+  Builder b(options, std::move(mesh), base, one_mesh);
   // The first parameter, so that every step has an operand.
   {
     const std::vector<int64_t> dims = b.RandomDims(header, 1);
@@ -488,6 +492,7 @@ absl::StatusOr<GeneratedProgram> BuildProgram(const ProgramRecipe& recipe,
     out.patterns.emplace_back(GenPatternName(p));
   }
   out.mesh = b.mesh();
+  out.one_mesh = b.one_mesh();
   out.module = std::move(module);
   return out;
 }

@@ -114,12 +114,20 @@ struct ProgramGenOptions {
   int64_t max_instructions = 30;
   // Mesh of 1-3 axes with at most this many devices (= num_partitions).
   int64_t max_devices = 8;
+  // At least this many devices (within max_devices): a one-device program exercises no
+  // partitioning, so campaigns against XLA's partitioners ask for 2.
+  int64_t min_devices = 1;
   int64_t max_rank = 4;
   int64_t max_dim = 8;
   int64_t max_elements = 1024;  // Per array.
   int sharding_percent = 50;    // Chance that an instruction gets a sharding.
   bool allow_manual = false;    // Keep {manual} and manual-subgroup shardings.
   bool allow_maximal = true;    // Keep {maximal device=d} shardings.
+  // Chance (from the recipe's header) that a program is a one-mesh program: every sharding
+  // comes from its mesh (axes assigned to dims, unused axes replicating; maximal), none from
+  // random tile dims or device orders, and no manual regions. Shardy's model is one mesh per
+  // module, so only such programs import into Shardy faithfully; GSPMD takes both kinds.
+  int one_mesh_percent = 0;
   // Relative weight of each GenOp (0 disables it).
   std::array<int, kNumGenOps> op_weights = DefaultOpWeights();
 
@@ -167,6 +175,7 @@ struct GeneratedProgram {
   // &*mesh)); the campaign counts hits per pattern.
   std::vector<std::string> patterns;
   std::optional<Mesh> mesh;  // The mesh the shardings were drawn on.
+  bool one_mesh = false;     // Every sharding from `mesh` (ProgramGenOptions::one_mesh_percent).
 };
 std::ostream& operator<<(std::ostream& os, const GeneratedProgram& program);
 void showValue(const GeneratedProgram& program, std::ostream& os);

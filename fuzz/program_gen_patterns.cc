@@ -348,6 +348,7 @@ bool Builder::PartialReplication(Choices& ch) {
     if (!s.ok()) return false;
     return WithSharding(a, *std::move(s)) != nullptr;
   }
+  if (one_mesh_) return false;  // A divisor split is no mesh axis.
   // One axis (or none): split the devices into tiles x replicas by a divisor.
   const int64_t n = mesh_.num_devices();
   std::vector<int64_t> divisors;
@@ -366,6 +367,17 @@ bool Builder::TransposedIota(Choices& ch) {
   HloInstruction* a = Pick(ch);
   const int64_t rank = a->shape().rank();
   if (rank == 0) return false;
+  if (one_mesh_) {
+    // Two mesh axes on one dim, minor first: a transposed iota the mesh expresses.
+    const std::vector<int64_t> big = BigAxes();
+    if (big.size() < 2) return false;
+    const size_t major = static_cast<size_t>(ch.Below(big.size() - 1));
+    std::vector<std::vector<std::string>> dim_axes(rank);
+    dim_axes[ch.Below(rank)] = {mesh_.axes()[big[major + 1]].name, mesh_.axes()[big[major]].name};
+    absl::StatusOr<HloSharding> s = mesh_.ShardingFor(dim_axes);
+    if (!s.ok()) return false;
+    return WithSharding(a, *std::move(s)) != nullptr;
+  }
   const int64_t n = mesh_.num_devices();
   std::vector<int64_t> divisors;
   for (int64_t d = 2; d < n; ++d) {
@@ -510,6 +522,7 @@ bool Builder::IntegerOverflow(Choices& ch) {
 // With `loop`, the per-device code is a while loop whose body selects this device's value by
 // partition-id and all-reduces it (shard_map with axis_index and psum inside a fori_loop).
 bool Builder::ManualRegion(Choices& ch, bool loop) {
+  if (one_mesh_) return false;  // Shardy's import takes no manual regions.
   HloInstruction* x = Pick(ch);
   PrimitiveType t = x->shape().element_type();
   if (x->shape().rank() == 0 || !IsNumeric(t)) return false;

@@ -16,9 +16,11 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "fuzz/program_gen.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
+#include "ir/partition_spec.h"
 #include "ir/verifier.h"
 #include "oracle/engine.h"
 #include "oracle/inputs.h"
@@ -106,6 +108,56 @@ RC_GTEST_PROP(FuzzProgramGenTest, NarrowMixVerifies, ()) {
   RC_ASSERT(!HasOpcode(*p.module, HloOpcode::kWhile));
   RC_ASSERT(!HasOpcode(*p.module, HloOpcode::kGather));
   RC_ASSERT(p.num_partitions <= 16);
+}
+
+// Every sharding of a one-mesh program is replicated, maximal or a PartitionSpec over the
+// program's mesh (what Shardy's one-mesh import needs); such programs verify and have at least
+// min_devices devices.
+RC_GTEST_PROP(FuzzProgramGenTest, OneMeshProgramsShardOnlyOverTheirMesh, ()) {
+  ProgramGenOptions options;
+  options.one_mesh_percent = 100;
+  options.min_devices = 2;
+  const GeneratedProgram p = *GenProgram(options);
+  RC_ASSERT(p.module != nullptr);
+  RC_ASSERT(p.one_mesh);
+  RC_ASSERT(p.mesh.has_value());
+  RC_ASSERT(VerifyModule(*p.module).ok());
+  RC_ASSERT(p.num_partitions >= 2);
+  for (const auto& c : p.module->computations()) {
+    for (const auto& i : c->instructions()) {
+      if (!i->sharding().has_value()) continue;
+      const HloSharding& sharding = *i->sharding();
+      std::vector<HloSharding> leaves =
+          sharding.IsTuple() ? sharding.tuple_elements() : std::vector<HloSharding>{sharding};
+      for (const HloSharding& s : leaves) {
+        if (s.IsReplicated() || s.IsMaximal()) continue;
+        const absl::StatusOr<PartitionSpec> spec = ShardingToPartitionSpec(*p.mesh, s);
+        RC_ASSERT_FALSE(s.IsManual());
+        if (!spec.ok()) {
+          RC_FAIL(absl::StrCat(i->name(), "'s sharding ", s.ToString(), " is not over mesh ",
+                               p.mesh->ToString(), ": ", spec.status().message()));
+        }
+      }
+    }
+  }
+}
+
+// The default mix draws shardings no mesh expresses too (random tile dims and device orders):
+// GSPMD is fuzzed with those.
+TEST(FuzzProgramGenTest, DefaultProgramsAlsoUseShardingsNoMeshExpresses) {
+  int64_t off_mesh = 0;
+  for (uint64_t seed = 1; seed <= 200 && off_mesh == 0; ++seed) {
+    const GeneratedProgram p = GenProgram()(rc::Random(seed), 50).value();
+    if (p.module == nullptr || !p.mesh.has_value()) continue;
+    EXPECT_FALSE(p.one_mesh);
+    for (const auto& c : p.module->computations()) {
+      for (const auto& i : c->instructions()) {
+        if (!i->sharding().has_value() || !i->sharding()->IsTiled()) continue;
+        if (!ShardingToPartitionSpec(*p.mesh, *i->sharding()).ok()) ++off_mesh;
+      }
+    }
+  }
+  EXPECT_GT(off_mesh, 0);
 }
 
 RC_GTEST_PROP(FuzzProgramGenTest, ProgramFromBytesIsDeterministicAndValid, ()) {

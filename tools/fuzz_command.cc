@@ -31,7 +31,7 @@ constexpr char kFuzzHelp[] =
     R"(usage: spmdcheck fuzz [--partitioner SPEC[,SPEC...]] [--seconds T] [--cases K] [--seed S]
                       [--max-devices N] [--inject-bug NAME] [--out DIR] [--jobs J] [--list-bugs]
                       [--known FILE] [--reduce-seconds T] [--no-bisect] [--no-lint]
-                      [--summary FILE] [--pattern-weights NAME=W,...]
+                      [--summary FILE] [--pattern-weights NAME=W,...] [--one-mesh-percent P]
                       [--first-case K] [--shard I/N]
 
 Generates sharded programs (seeded; case i of seed S is always the same program), partitions
@@ -61,6 +61,10 @@ only our oracle sees is listed "to investigate". DIR/summary.json has the whole 
                      weights of the generator's bug patterns (docs/fuzz.md lists them; `all=W`
                      sets every one, 0 switches a pattern off); the summary counts the cases
                      that contain each pattern ("patterns hit")
+  --one-mesh-percent P
+                     share of one-mesh programs, whose shardings all come from the program's
+                     mesh (no random tile dims or device orders, no manual regions): only those
+                     import into Shardy (default: 50 with shardy under test, else 0)
   --first-case K     start at case index K (default 0)
   --shard I/N        run only case indices K + I, K + I + N, ... (split one seed's cases over
                      N processes or machines)
@@ -106,9 +110,19 @@ class StopSignals {
 }  // namespace
 
 int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  std::set<std::string> value_flags = {"--seconds", "--cases",      "--seed",  "--max-devices",
-                                       "--out",     "--jobs",       "--known", "--reduce-seconds",
-                                       "--summary", "--first-case", "--shard", "--pattern-weights"};
+  std::set<std::string> value_flags = {"--seconds",
+                                       "--cases",
+                                       "--seed",
+                                       "--max-devices",
+                                       "--out",
+                                       "--jobs",
+                                       "--known",
+                                       "--reduce-seconds",
+                                       "--summary",
+                                       "--first-case",
+                                       "--shard",
+                                       "--pattern-weights",
+                                       "--one-mesh-percent"};
   value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
   absl::StatusOr<Args> args =
       Args::Parse(argv, value_flags, {"--list-bugs", "--help", "--no-bisect", "--no-lint"});
@@ -163,6 +177,13 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     fuzz::ProgramGenOptions gen;
     const absl::Status weights = fuzz::SetPatternWeights(options.pattern_weights, &gen);
     if (!weights.ok()) return BadInput(err, "fuzz", weights.message());
+  }
+  if (args->Has("--one-mesh-percent")) {
+    absl::StatusOr<int64_t> percent = args->GetInt("--one-mesh-percent", 0);
+    if (!percent.ok() || *percent < 0 || *percent > 100) {
+      return BadInput(err, "fuzz", "--one-mesh-percent takes a percentage in [0, 100]");
+    }
+    options.one_mesh_percent = static_cast<int>(*percent);
   }
   options.out_dir = args->Get("--out").value_or("fuzz-out");
   options.jobs = *jobs;
@@ -250,6 +271,9 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       << options.max_devices
       << (options.inject_bug.empty() ? "" : " --inject-bug " + options.inject_bug)
       << (options.pattern_weights.empty() ? "" : " --pattern-weights " + options.pattern_weights)
+      << (options.one_mesh_percent >= 0
+              ? absl::StrCat(" --one-mesh-percent ", options.one_mesh_percent)
+              : "")
       << (options.cases > 0 ? absl::StrCat(" --cases ", options.cases)
                             : absl::StrCat(" --seconds ", *seconds))
       << (options.first_case > 0 ? absl::StrCat(" --first-case ", options.first_case) : "")
