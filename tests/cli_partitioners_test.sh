@@ -77,8 +77,27 @@ if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import jax" 2>/dev/null; 
   for finding in "$src"/corpus/xla-findings/*/; do
     [ -f "$finding/module.hlo" ] || continue
     if [ "$(cat "$finding/jax_version")" = "$pinned" ]; then
+      # Each partitioner's signature from known.json: a miscompile must be confirmed by XLA's
+      # own execution; a crash or a rejection of a valid module is XLA's by construction.
+      name="$(basename "$finding")"
       for p in $(cat "$finding/partitioners"); do
-        expect 1 "verdict: fails (confirmed by XLA's own execution)" -- "$bin" check "$finding/module.hlo" --partitioner "$p"
+        signature="$(python3 -c 'import json, sys
+k = json.load(open(sys.argv[1]))
+f = [f for f in k["findings"] if f["name"] == sys.argv[2]]
+print(next((s for s in (f[0]["signatures"] if f else []) if s.startswith(sys.argv[3] + ".")), "missing-from-known.json"))' \
+          "$src/corpus/xla-findings/known.json" "$name" "$p")"
+        out="$("$bin" check "$finding/module.hlo" --partitioner "$p" 2>&1)"
+        got=$?
+        if [ "$got" -ne 1 ] || [[ "$out" != *"signature: $signature"* ]] ||
+          { [[ "$signature" == *.miscompile.* ]] &&
+            [[ "$out" != *"verdict: fails (confirmed by XLA's own execution)"* ]]; }; then
+          echo "FAIL: check $finding/module.hlo --partitioner $p -> exit $got (want 1), want" \
+            "signature $signature (a miscompile confirmed by XLA's own execution):"
+          echo "$out" | head -30
+          failures=$((failures + 1))
+        else
+          pass=$((pass + 1))
+        fi
       done
     else
       echo "note: $(basename "$finding") was found with jax $(cat "$finding/jax_version"), jax $pinned is pinned: not replayed"
