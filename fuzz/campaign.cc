@@ -652,6 +652,7 @@ void Campaign::RunJob() {
       CheckOptions check;
       check.trials = 1;
       check.seed = case_seed;
+      check.round_trip_in_memory_output = false;  // Verified in memory; see CheckOptions.
       absl::StatusOr<CheckOutcome> outcome =
           CheckPartitioning(*program->module, *partitioner, check);
       std::unique_lock<std::mutex> lock(mu);

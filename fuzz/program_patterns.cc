@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "fuzz/program_gen.h"
+#include "ir/partition_spec.h"
 
 namespace spmdcheck::fuzz {
 namespace {
@@ -129,28 +130,18 @@ bool IsMultiAxisSharding(const HloSharding& s, const Mesh& mesh) {
     }
   }
   if (!candidate) return false;
-  const HloSharding want = s.Canonical();
-  std::vector<int64_t> order = big;  // Permutations of the big axes.
-  std::sort(order.begin(), order.end());
-  const int64_t n = static_cast<int64_t>(order.size());
-  int64_t assignments = 1;
-  for (int64_t i = 0; i < n; ++i) assignments *= rank + 1;
-  do {
-    for (int64_t code = 0; code < assignments; ++code) {
-      std::vector<std::vector<std::string>> dim_axes(rank);
-      int64_t c = code;
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t where = c % (rank + 1);
-        c /= rank + 1;
-        if (where < rank) dim_axes[where].push_back(axes[order[i]].name);
-      }
-      bool multi = false;
-      for (const auto& d : dim_axes) multi |= d.size() >= 2;
-      if (!multi) continue;
-      absl::StatusOr<HloSharding> got = mesh.ShardingFor(dim_axes);
-      if (got.ok() && got->Canonical() == want) return true;
+  // The mesh axes per dim (the PartitionSpec over the mesh; none when no whole-axis assignment
+  // of the mesh gives this sharding): two axes of size > 1 on one dim.
+  const absl::StatusOr<PartitionSpec> spec = ShardingToPartitionSpec(mesh, s, rank);
+  if (!spec.ok()) return false;
+  for (const PartitionSpec::Dim& dim : spec->dims) {
+    int64_t sharding_axes = 0;
+    for (const std::string& name : dim.axes) {
+      const std::optional<int64_t> a = mesh.AxisIndex(name);
+      if (a.has_value() && axes[*a].size > 1) ++sharding_axes;
     }
-  } while (std::next_permutation(order.begin(), order.end()));
+    if (sharding_axes >= 2) return true;
+  }
   return false;
 }
 

@@ -5,6 +5,7 @@
 #include <complex>
 #include <cstring>
 #include <functional>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -212,8 +213,16 @@ absl::StatusOr<std::optional<ElementMismatch>> CompareShard(const Literal& local
     }
     std::optional<std::vector<ShardRange>> ranges = s.RangesForDevice(g.shape(), device);
     if (!ranges.has_value()) continue;
-    const Tolerance leaf_tolerance = ScaledToLeaf(tolerance, g);
+    // Scaled on the first element that misses the plain tolerance (most leaves never do).
+    std::optional<Tolerance> scaled;
+    auto equal = [&](int64_t gi, int64_t li) {
+      if (ElementsEqual(g, gi, l, li, tolerance)) return true;
+      if (!tolerance.absolute_scales_with_magnitude) return false;
+      if (!scaled.has_value()) scaled = ScaledToLeaf(tolerance, g);
+      return ElementsEqual(g, gi, l, li, *scaled);
+    };
     const int64_t rank = g.shape().rank();
+    const int64_t width = g.element_byte_width();
     std::vector<int64_t> valid(rank);
     for (int64_t k = 0; k < rank; ++k) valid[k] = (*ranges)[k].limit - (*ranges)[k].start;
     std::optional<ElementMismatch> mismatch;
@@ -227,8 +236,14 @@ absl::StatusOr<std::optional<ElementMismatch>> CompareShard(const Literal& local
       for (int64_t k = 0; k < rank; ++k) source[k] = (*ranges)[k].start + row[k];
       const int64_t g0 = LinearIndex(g.shape().dimensions(), source);
       const int64_t l0 = LinearIndex(l.shape().dimensions(), row);
+      // Identical bytes are equal elements (the common case); element by element otherwise
+      // (NaNs, -0 vs +0, tolerances).
+      if (std::memcmp(g.raw_data() + g0 * width, l.raw_data() + l0 * width,
+                      static_cast<size_t>(row_length * width)) == 0) {
+        return;
+      }
       for (int64_t j = 0; j < row_length; ++j) {
-        if (ElementsEqual(g, g0 + j, l, l0 + j, leaf_tolerance)) continue;
+        if (equal(g0 + j, l0 + j)) continue;
         std::vector<int64_t> q(row.begin(), row.end());
         if (rank > 0) {
           q[rank - 1] += j;
@@ -260,9 +275,19 @@ std::optional<ElementMismatch> CompareLiterals(const Literal& expected, const Li
       return ElementMismatch{
           {}, {}, e.shape().ToString(false), a.shape().ToString(false), e_leaves[leaf].second};
     }
-    const Tolerance leaf_tolerance = ScaledToLeaf(tolerance, e);
+    // Identical bytes are equal elements (the common case).
+    if (e.element_count() > 0 &&
+        std::memcmp(e.raw_data(), a.raw_data(),
+                    static_cast<size_t>(e.element_count() * e.element_byte_width())) == 0) {
+      continue;
+    }
+    std::optional<Tolerance> scaled;  // On the first element that misses the plain tolerance.
     for (int64_t i = 0; i < e.element_count(); ++i) {
-      if (!ElementsEqual(e, i, a, i, leaf_tolerance)) {
+      if (ElementsEqual(e, i, a, i, tolerance)) continue;
+      if (tolerance.absolute_scales_with_magnitude && !scaled.has_value()) {
+        scaled = ScaledToLeaf(tolerance, e);
+      }
+      if (!scaled.has_value() || !ElementsEqual(e, i, a, i, *scaled)) {
         std::vector<int64_t> index = MultiIndex(e.shape().dimensions(), i);
         return ElementMismatch{index, index, e.ElementToString(i), a.ElementToString(i),
                                e_leaves[leaf].second};

@@ -44,6 +44,11 @@ struct CheckOptions {
   int64_t shrink_elements_per_array = int64_t{1} << 12;
   // Run the partitioner's executables where it has them (XLA end to end, interpreter vs XLA).
   bool execute = true;
+  // Print a partitioned module that the partitioner built in memory (ours) and parse it back:
+  // the text a user gets must be valid HLO. Modules that arrive as text (XLA, cmd:) are parsed
+  // anyway. The reference campaign turns it off (the in-memory module is still verified; the
+  // print/parse round trip has its own libFuzzer target and properties).
+  bool round_trip_in_memory_output = true;
 };
 
 enum class CheckStatus {
