@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -345,25 +346,21 @@ class Planner {
       return;
     }
     if (SameTileGrid(cur, to_, rank_)) {
-      std::vector<ReshardStep> plan = prefix;
-      plan.push_back(
-          {ReshardStepKind::kCollectivePermute, {}, to_, PermuteCost(shape_, cur, to_, n_)});
-      Offer(plan);
+      Offer(prefix,
+            {{ReshardStepKind::kCollectivePermute, {}, to_, PermuteCost(shape_, cur, to_, n_)}});
       return;
     }
     if (DynamicSliceOffsets(shape_, cur, to_, n_, nullptr)) {
-      std::vector<ReshardStep> plan = prefix;
-      plan.push_back({ReshardStepKind::kDynamicSlice, {}, to_, {}});
-      Offer(plan);
+      Offer(prefix, {{ReshardStepKind::kDynamicSlice, {}, to_, {}}});
       return;
     }
     std::optional<HloSharding> sliceable = SliceableTarget(shape_, cur, to_, n_);
     if (sliceable.has_value() && DynamicSliceOffsets(shape_, cur, *sliceable, n_, nullptr)) {
-      std::vector<ReshardStep> plan = prefix;
-      plan.push_back({ReshardStepKind::kDynamicSlice, {}, *sliceable, {}});
-      plan.push_back(
-          {ReshardStepKind::kCollectivePermute, {}, to_, PermuteCost(shape_, *sliceable, to_, n_)});
-      Offer(plan);
+      Offer(prefix, {{ReshardStepKind::kDynamicSlice, {}, *sliceable, {}},
+                     {ReshardStepKind::kCollectivePermute,
+                      {},
+                      to_,
+                      PermuteCost(shape_, *sliceable, to_, n_)}});
     }
   }
 
@@ -412,14 +409,24 @@ class Planner {
 
   std::optional<ReshardPlan> best() const { return best_; }
 
-  void Offer(const std::vector<ReshardStep>& steps) {
-    ReshardPlan plan;
-    plan.steps = steps;
-    for (const ReshardStep& s : steps) plan.cost += s.cost;
-    if (!best_.has_value() || plan.cost.Score() < best_->cost.Score() ||
-        (plan.cost.Score() == best_->cost.Score() && plan.steps.size() < best_->steps.size())) {
-      best_ = std::move(plan);
+  // `steps` then `tail`: kept when cheaper than the best so far (fewer steps on a tie). The
+  // plan is only copied together when it is kept.
+  void Offer(const std::vector<ReshardStep>& steps, std::initializer_list<ReshardStep> tail = {}) {
+    CollectiveCost cost;
+    for (const ReshardStep& s : steps) cost += s.cost;
+    for (const ReshardStep& s : tail) cost += s.cost;
+    const size_t size = steps.size() + tail.size();
+    if (best_.has_value() &&
+        !(cost.Score() < best_->cost.Score() ||
+          (cost.Score() == best_->cost.Score() && size < best_->steps.size()))) {
+      return;
     }
+    ReshardPlan plan;
+    plan.steps.reserve(size);
+    plan.steps.insert(plan.steps.end(), steps.begin(), steps.end());
+    plan.steps.insert(plan.steps.end(), tail.begin(), tail.end());
+    plan.cost = cost;
+    best_ = std::move(plan);
   }
 
  private:
