@@ -393,6 +393,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
       ExecutionCheck zeroed;
       std::optional<std::string> error = run_sharded(oracle::PaddingFill::kZero, zeroed);
       result.end_to_end.device = poisoned.device;
+      result.end_to_end.output = poisoned.output;
       result.end_to_end.wrong_devices = poisoned.wrong_devices;
       result.end_to_end.trial = trial;
       if (!error.has_value() && zeroed.wrong_devices.empty()) {

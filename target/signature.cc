@@ -45,13 +45,17 @@ std::string Where(const CheckOutcome& outcome, const HloModule& program) {
     const std::string& holds = outcome.report.first_divergence->holds;
     // The name is one of the module the oracle judged against (XLA: the module XLA received,
     // which renames instructions, d -> d.1).
+    // A tuple "diverges" when one of its outputs does: XLA's wrong output names the producer.
+    const bool xla_output_known =
+        outcome.xla_end_to_end.has_value() && outcome.xla_end_to_end->output >= 0;
+    auto usable = [&](const std::string& op) { return op != "tuple" || !xla_output_known; };
     if (outcome.judged_global != nullptr) {
       const std::string op = OpcodeOf(*outcome.judged_global, holds);
-      if (op != holds) return op;
+      if (op != holds && usable(op)) return op;
     }
     for (const std::string& name : {holds, holds.substr(0, holds.rfind('.'))}) {
       const std::string op = OpcodeOf(program, name);
-      if (op != name) return op;
+      if (op != name && usable(op)) return op;
     }
   }
   if (outcome.status == CheckStatus::kCrash && outcome.judged_global == nullptr) {

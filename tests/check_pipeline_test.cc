@@ -238,6 +238,14 @@ ENTRY main (p: f32[4], q: f32[4]) -> (f32[4], (f32[4], f32[4])) {
   EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.negate");
   outcome.xla_end_to_end->output = 1;
   EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.add");
+  // The oracle's first divergence at the tuple itself: XLA's wrong output still names it.
+  outcome.report.verdict = Verdict::kFails;
+  outcome.report.first_divergence.emplace();
+  outcome.report.first_divergence->holds = "t";
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.add");
+  outcome.report.first_divergence->holds = "n";
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.negate");
+  outcome.report.first_divergence.reset();
   outcome.xla_end_to_end->output = -1;  // Unknown output: the root.
   EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.tuple");
 }
