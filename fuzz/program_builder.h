@@ -153,6 +153,9 @@ class Builder {
 
   void MaybeShard(HloInstruction* instr, Choices& ch) {
     if (!ch.Percent(options_.sharding_percent)) return;
+    // A one-mesh program leaves tuple-shaped custom-calls (TopK) to propagation: in StableHLO
+    // they have one tuple-typed result, which a Shardy sharding cannot describe.
+    if (one_mesh_ && instr->opcode() == HloOpcode::kCustomCall && instr->shape().IsTuple()) return;
     const uint64_t seed = ch.Seed();
     const int size = static_cast<int>(ch.Below(101));
     std::optional<HloSharding> s = RandomSharding(instr->shape(), seed, size);
