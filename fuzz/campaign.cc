@@ -509,7 +509,11 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   };
   ReduceOptions reduce_options;
   reduce_options.max_seconds = options_.reduce_seconds;
-  absl::StatusOr<ReduceResult> reduced = ReduceModule(program, still_fails, reduce_options);
+  // --reduce-seconds 0: written as found (a budget of 0 would mean none to the reducer).
+  absl::StatusOr<ReduceResult> reduced =
+      options_.reduce_seconds > 0
+          ? ReduceModule(program, still_fails, reduce_options)
+          : absl::StatusOr<ReduceResult>(absl::CancelledError("--reduce-seconds 0"));
   const HloModule& repro = reduced.ok() ? *reduced->module : program;
 
   FindingRecord record;

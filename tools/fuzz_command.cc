@@ -51,7 +51,8 @@ only our oracle sees is listed "to investigate". DIR/summary.json has the whole 
   --jobs J           worker threads (default 1)
   --known FILE       known findings to triage against (default, for xla/shardy:
                      corpus/xla-findings/known.json of the checkout; `--known none`: none)
-  --reduce-seconds T time budget per new finding's reduction (default 10; 90 with xla/shardy)
+  --reduce-seconds T time budget per new finding's reduction (default 10; 90 with xla/shardy;
+                     0: write findings unreduced)
   --no-bisect        do not look for the XLA pass that broke a miscompile made after
                      spmd-partitioning
   --no-lint          do not run the collective lint on correct partitionings of XLA's and
