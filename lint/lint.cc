@@ -485,7 +485,9 @@ void SharedValues(const std::vector<Chain>& chains, int64_t num_partitions, Lint
   }
   absl::flat_hash_map<size_t, std::vector<size_t>> groups;
   for (size_t i = 0; i < n; ++i) groups[find(i)].push_back(i);
-  for (const auto& [root, members] : groups) {
+  for (const auto& root_and_members : groups) {
+    // Not a structured binding: clang 14 does not let the lambda below capture one.
+    const auto& members = root_and_members.second;
     if (members.size() < 2) continue;
     // The proved finding of each exit, if any.
     std::vector<std::optional<size_t>> finding(members.size());
