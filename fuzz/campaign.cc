@@ -12,12 +12,10 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
 #include "fuzz/program_gen.h"
 #include "fuzz/reducer.h"
 #include "ir/hlo_printer.h"
@@ -25,6 +23,7 @@
 #include "partitioner/cost_model.h"
 #include "partitioner/injected_bugs.h"
 #include "target/check_pipeline.h"
+#include "target/partitioner_under_test.h"
 #include "target/pass_bisection.h"
 #include "target/repro_script.h"
 #include "target/signature.h"
@@ -41,26 +40,6 @@ using target::PartitionerUnderTest;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Whether a comma-separated partitioner list puts XLA's GSPMD or Shardy under test.
-bool HasXlaPartitioner(absl::string_view specs) {
-  for (absl::string_view spec : absl::StrSplit(specs, ',')) {
-    spec = absl::StripAsciiWhitespace(spec);
-    if (absl::StartsWith(spec, "xla") || absl::StartsWith(spec, "gspmd") ||
-        absl::StartsWith(spec, "shardy")) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// Whether a comma-separated partitioner list puts Shardy under test.
-bool HasShardyPartitioner(absl::string_view specs) {
-  for (absl::string_view spec : absl::StrSplit(specs, ',')) {
-    if (absl::StartsWith(absl::StripAsciiWhitespace(spec), "shardy")) return true;
-  }
-  return false;
-}
 
 double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -320,10 +299,13 @@ class Campaign {
     gen_.max_devices = options.max_devices;
     // Validated by RunCampaign.
     SetPatternWeights(options.pattern_weights, &gen_).IgnoreError();
-    if (HasXlaPartitioner(options.partitioners)) gen_.min_devices = 2;
-    gen_.one_mesh_percent = options.one_mesh_percent >= 0                ? options.one_mesh_percent
-                            : HasShardyPartitioner(options.partitioners) ? 50
-                                                                         : 0;
+    if (target::AnySpec(options.partitioners, target::IsXlaSpec)) gen_.min_devices = 2;
+    gen_.one_mesh_percent =
+        options.one_mesh_percent >= 0 ? options.one_mesh_percent
+        : target::AnySpec(options.partitioners,
+                          [](absl::string_view spec) { return spec == "shardy"; })
+            ? 50
+            : 0;
     target_options_ = options.target;
     target_options_.inject_bug = options.inject_bug;
   }
@@ -727,9 +709,8 @@ void Campaign::RunJob() {
       }
       const FailureSignature signature = target::SignatureOf(spec, *outcome, *program->module);
       if (outcome->partitioned == nullptr &&
-          (absl::StrContains(signature.text, ".crash.") ||
-           absl::StrContains(signature.text, ".xla-rejects-valid.") ||
-           absl::EndsWith(signature.text, ".timeout"))) {
+          (outcome->status == CheckStatus::kCrash || outcome->status == CheckStatus::kRejected ||
+           outcome->status == CheckStatus::kTimeout)) {
         ++tally.rejected_by_bug;
       }
       if (signature.text.empty()) {

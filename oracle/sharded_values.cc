@@ -115,6 +115,28 @@ Tolerance ScaledToLeaf(const Tolerance& tolerance, const Literal& reference) {
   return out;
 }
 
+// Element equality within `tolerance` between an expected array leaf and an actual one; the
+// magnitude-scaled tolerance is computed on the first element that misses the plain one (most
+// leaves never do).
+class LeafComparator {
+ public:
+  LeafComparator(const Literal& expected, const Literal& actual, const Tolerance& tolerance)
+      : expected_(expected), actual_(actual), tolerance_(tolerance) {}
+
+  bool Equal(int64_t expected_index, int64_t actual_index) {
+    if (ElementsEqual(expected_, expected_index, actual_, actual_index, tolerance_)) return true;
+    if (!tolerance_.absolute_scales_with_magnitude) return false;
+    if (!scaled_.has_value()) scaled_ = ScaledToLeaf(tolerance_, expected_);
+    return ElementsEqual(expected_, expected_index, actual_, actual_index, *scaled_);
+  }
+
+ private:
+  const Literal& expected_;
+  const Literal& actual_;
+  const Tolerance& tolerance_;
+  std::optional<Tolerance> scaled_;
+};
+
 // Calls fn(leaf literal, leaf path) for every array leaf of a (possibly nested) tuple.
 void ForEachLeaf(const Literal& literal, const std::string& path,
                  const std::function<void(const Literal&, const std::string&)>& fn) {
@@ -213,14 +235,7 @@ absl::StatusOr<std::optional<ElementMismatch>> CompareShard(const Literal& local
     }
     std::optional<std::vector<ShardRange>> ranges = s.RangesForDevice(g.shape(), device);
     if (!ranges.has_value()) continue;
-    // Scaled on the first element that misses the plain tolerance (most leaves never do).
-    std::optional<Tolerance> scaled;
-    auto equal = [&](int64_t gi, int64_t li) {
-      if (ElementsEqual(g, gi, l, li, tolerance)) return true;
-      if (!tolerance.absolute_scales_with_magnitude) return false;
-      if (!scaled.has_value()) scaled = ScaledToLeaf(tolerance, g);
-      return ElementsEqual(g, gi, l, li, *scaled);
-    };
+    LeafComparator elements(g, l, tolerance);
     const int64_t rank = g.shape().rank();
     const int64_t width = g.element_byte_width();
     std::vector<int64_t> valid(rank);
@@ -243,7 +258,7 @@ absl::StatusOr<std::optional<ElementMismatch>> CompareShard(const Literal& local
         return;
       }
       for (int64_t j = 0; j < row_length; ++j) {
-        if (equal(g0 + j, l0 + j)) continue;
+        if (elements.Equal(g0 + j, l0 + j)) continue;
         std::vector<int64_t> q(row.begin(), row.end());
         if (rank > 0) {
           q[rank - 1] += j;
@@ -281,13 +296,9 @@ std::optional<ElementMismatch> CompareLiterals(const Literal& expected, const Li
                     static_cast<size_t>(e.element_count() * e.element_byte_width())) == 0) {
       continue;
     }
-    std::optional<Tolerance> scaled;  // On the first element that misses the plain tolerance.
+    LeafComparator elements(e, a, tolerance);
     for (int64_t i = 0; i < e.element_count(); ++i) {
-      if (ElementsEqual(e, i, a, i, tolerance)) continue;
-      if (tolerance.absolute_scales_with_magnitude && !scaled.has_value()) {
-        scaled = ScaledToLeaf(tolerance, e);
-      }
-      if (!scaled.has_value() || !ElementsEqual(e, i, a, i, *scaled)) {
+      if (!elements.Equal(i, i)) {
         std::vector<int64_t> index = MultiIndex(e.shape().dimensions(), i);
         return ElementMismatch{index, index, e.ElementToString(i), a.ElementToString(i),
                                e_leaves[leaf].second};

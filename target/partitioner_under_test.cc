@@ -1,5 +1,6 @@
 #include "target/partitioner_under_test.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -53,6 +54,16 @@ absl::StatusOr<std::vector<std::string>> SplitPartitionerSpecs(absl::string_view
   return out;
 }
 
+bool IsXlaSpec(absl::string_view spec) {
+  return spec == "xla" || spec == "gspmd" || spec == "shardy";
+}
+
+bool AnySpec(absl::string_view specs, bool (*wanted)(absl::string_view spec)) {
+  absl::StatusOr<std::vector<std::string>> split = SplitPartitionerSpecs(specs);
+  return split.ok() && std::any_of(split->begin(), split->end(),
+                                   [&](const std::string& spec) { return wanted(spec); });
+}
+
 absl::StatusOr<std::vector<std::unique_ptr<PartitionerUnderTest>>> MakePartitioners(
     absl::string_view specs, const TargetOptions& options) {
   absl::StatusOr<std::vector<std::string>> split = SplitPartitionerSpecs(specs);
@@ -60,7 +71,7 @@ absl::StatusOr<std::vector<std::unique_ptr<PartitionerUnderTest>>> MakePartition
   std::vector<std::unique_ptr<PartitionerUnderTest>> out;
   std::shared_ptr<XlaWorker> worker;  // `xla` and `shardy` share one worker process.
   for (const std::string& spec : *split) {
-    if (spec == "xla" || spec == "gspmd" || spec == "shardy") {
+    if (IsXlaSpec(spec)) {
       if (!options.inject_bug.empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "--inject-bug switches on a bug of the reference partitioner, not of ", spec));
@@ -83,7 +94,7 @@ absl::StatusOr<std::unique_ptr<PartitionerUnderTest>> MakePartitioner(
     return absl::InvalidArgumentError(
         absl::StrCat("--inject-bug switches on a bug of the reference partitioner, not of ", spec));
   }
-  if (spec == "xla" || spec == "gspmd" || spec == "shardy") {
+  if (IsXlaSpec(spec)) {
     return std::make_unique<XlaPartitioner>(std::string(spec), MakeXlaWorker(options), options);
   }
   if (absl::StartsWith(spec, "cmd:")) {

@@ -120,6 +120,11 @@ absl::StatusOr<std::vector<std::unique_ptr<PartitionerUnderTest>>> MakePartition
     absl::string_view specs, const TargetOptions& options);
 // `xla,shardy` -> both, in order; a `cmd:` spec takes the rest of the string (commas included).
 absl::StatusOr<std::vector<std::string>> SplitPartitionerSpecs(absl::string_view specs);
+// Whether `spec` is one of XLA's partitioners (`xla`, `gspmd`, `shardy`).
+bool IsXlaSpec(absl::string_view spec);
+// Whether a spec list (`xla,shardy`) puts `wanted` (a predicate on one spec) under test; false
+// for a list that does not parse.
+bool AnySpec(absl::string_view specs, bool (*wanted)(absl::string_view spec));
 
 }  // namespace spmdcheck::target
 

@@ -223,9 +223,7 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     };
   }
   options.summary_path = args->Get("--summary").value_or("");
-  const bool xla = absl::StrContains(options.partitioners, "xla") ||
-                   absl::StrContains(options.partitioners, "gspmd") ||
-                   absl::StrContains(options.partitioners, "shardy");
+  const bool xla = target::AnySpec(options.partitioners, target::IsXlaSpec);
   absl::StatusOr<int64_t> reduce_seconds = args->GetInt("--reduce-seconds", xla ? 90 : 10);
   if (!reduce_seconds.ok() || *reduce_seconds < 0) {
     return BadInput(err, "fuzz", "--reduce-seconds takes a number of seconds >= 0");
