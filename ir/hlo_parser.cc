@@ -158,6 +158,10 @@ class Parser {
  private:
   // ---- errors ----
   absl::Status ErrorAt(size_t offset, absl::string_view message) const {
+    // A fragment's malformed statement becomes a one-line warning: its error needs no excerpt.
+    if (statement_errors_are_warnings_) {
+      return absl::InvalidArgumentError(source_.FormatErrorLine(offset, message));
+    }
     return absl::InvalidArgumentError(source_.FormatError(offset, message));
   }
   absl::Status Error(absl::string_view message) {
@@ -283,6 +287,9 @@ class Parser {
   std::vector<MissingShape> missing_shapes_;
   std::vector<HloInstruction*> operand_stack_;  // Operands of the instructions being read.
   std::vector<std::string> warnings_;
+  // While a fragment statement is parsed: its errors become warnings (ErrorAt leaves out the
+  // excerpt).
+  bool statement_errors_are_warnings_ = false;
   HloComputation* entry_ = nullptr;
   int64_t fresh_counter_ = 0;
 
@@ -1903,7 +1910,10 @@ absl::Status Parser::ParseInstructionList(PendingComputation* pending, bool unti
     const size_t missing_before = missing_shapes_.size();
     const size_t calls_before = pending_calls_.size();
     const size_t operands_before = operand_stack_.size();
+    const bool errors_were_warnings = statement_errors_are_warnings_;
+    statement_errors_are_warnings_ = options_.fragment;
     absl::Status status = ParseInstruction(pending);
+    statement_errors_are_warnings_ = errors_were_warnings;
     if (status.ok()) continue;
     if (!options_.fragment) return status;
     // Fragment mode: report the statement as cut off or malformed, undo it and go on. What was
@@ -1938,12 +1948,11 @@ absl::Status Parser::ParseInstructionList(PendingComputation* pending, bool unti
     const size_t end = lex_.pos();
     const int64_t last = std::max(
         first, end >= source_.text().size() ? source_.LineOf(end) : source_.LineOf(end) - 1);
-    std::string reason(status.message());
-    const size_t newline = reason.find('\n');
-    if (newline != std::string::npos) reason.resize(newline);
-    warnings_.push_back(
-        Warning(start, absl::StrCat("statement on lines ", first, "-", last,
-                                    " is cut off or malformed and was skipped (", reason, ")")));
+    absl::string_view reason = status.message();
+    reason = reason.substr(0, reason.find('\n'));
+    warnings_.push_back(absl::StrCat(source_.path(), ":", first, ":", source_.ColumnOf(start),
+                                     ": warning: statement on lines ", first, "-", last,
+                                     " is cut off or malformed and was skipped (", reason, ")"));
   }
   // The root: the written ROOT, else the last statement's instruction.
   if (pending->root != nullptr) {

@@ -12,6 +12,7 @@ SourceText::SourceText(std::string path, absl::string_view text)
 
 const std::vector<size_t>& SourceText::LineStarts() const {
   if (line_starts_.empty()) {
+    line_starts_.reserve(static_cast<size_t>(std::count(text_.begin(), text_.end(), '\n')) + 1);
     line_starts_.push_back(0);
     const char* const begin = text_.data();
     const char* const end = begin + text_.size();
@@ -55,6 +56,11 @@ absl::string_view SourceText::Line(int64_t line) const {
 std::string SourceText::FormatError(size_t offset, absl::string_view message) const {
   offset = std::min(offset, text_.size());
   return FormatErrorAt(LineOf(offset), ColumnOf(offset), message);
+}
+
+std::string SourceText::FormatErrorLine(size_t offset, absl::string_view message) const {
+  offset = std::min(offset, text_.size());
+  return absl::StrCat(path_, ":", LineOf(offset), ":", ColumnOf(offset), ": error: ", message);
 }
 
 std::string SourceText::FormatErrorAt(int64_t line, int64_t column,

@@ -30,6 +30,9 @@ class SourceText {
   std::string FormatError(size_t offset, absl::string_view message) const;
   // Same for a line/column pair.
   std::string FormatErrorAt(int64_t line, int64_t column, absl::string_view message) const;
+  // `PATH:LINE:COL: error: MESSAGE` alone (the first line of FormatError), for messages that are
+  // folded into another one.
+  std::string FormatErrorLine(size_t offset, absl::string_view message) const;
 
  private:
   // Builds line_starts_ on first use (a successful parse never needs it). Not thread-safe.

@@ -470,8 +470,8 @@ class Inferrer {
     if (static_cast<int64_t>(dn.lhs_batch.size() + fa.size() + fb.size()) != h->shape().rank()) {
       return std::nullopt;
     }
-    const std::vector<int64_t> ta = partitioner::TileCounts(*sa, ra);
-    const std::vector<int64_t> tb = partitioner::TileCounts(*sb, rb);
+    const partitioner::TileIndex ta = partitioner::TileCounts(*sa, ra);
+    const partitioner::TileIndex tb = partitioner::TileCounts(*sb, rb);
     std::vector<int64_t> counts;
     for (size_t i = 0; i < dn.lhs_batch.size(); ++i) {
       if (ta[dn.lhs_batch[i]] != tb[dn.rhs_batch[i]]) return std::nullopt;

@@ -127,8 +127,8 @@ std::optional<PatternRewrite> SubgroupAllGather(const Chain& chain, int64_t num_
   const HloSharding& to = *end->sharding();
   if (!partitioner::IsPlannable(from) || !partitioner::IsPlannable(to)) return std::nullopt;
   const int64_t rank = source->shape().rank();
-  const std::vector<int64_t> t1 = partitioner::TileCounts(from, rank);
-  const std::vector<int64_t> t2 = partitioner::TileCounts(to, rank);
+  const partitioner::TileIndex t1 = partitioner::TileCounts(from, rank);
+  const partitioner::TileIndex t2 = partitioner::TileCounts(to, rank);
   int64_t dim = -1;
   for (int64_t k = 0; k < rank; ++k) {
     if (source->shape().dimensions(k) * t1[k] != end->shape().dimensions(k) * t2[k]) {

@@ -177,7 +177,7 @@ std::optional<HloSharding> LocalResultSharding(const HloInstruction& op, const H
   if (!partitioner::IsPlannable(operand) || partitioner::ManualSubgroupCount(operand) != 1) {
     return std::nullopt;
   }
-  const std::vector<int64_t> counts = partitioner::TileCounts(operand, in.rank());
+  const partitioner::TileIndex counts = partitioner::TileCounts(operand, in.rank());
   switch (op.opcode()) {
     case HloOpcode::kCopy:
       return operand;
@@ -204,7 +204,7 @@ std::optional<HloSharding> LocalResultSharding(const HloInstruction& op, const H
       std::optional<HloSharding> result =
           partitioner::ReshapedSharding(in, out, operand, num_partitions);
       if (!result.has_value()) return std::nullopt;
-      const std::vector<int64_t> out_counts = partitioner::TileCounts(*result, out.rank());
+      const partitioner::TileIndex out_counts = partitioner::TileCounts(*result, out.rank());
       const std::vector<std::optional<int64_t>> out_to_in = partitioner::ReshapeDimMap(in, out);
       int64_t in_local = 1, out_local = 1;
       for (int64_t d = 0; d < in.rank(); ++d) {
@@ -368,7 +368,7 @@ absl::StatusOr<SearchResult> SearchShardings(const GlobalChain& chain,
   constexpr int64_t kInfinity = std::numeric_limits<int64_t>::max() / 4;
   // Ties on cost go to the assignment that keeps less data per device (summed over values).
   const auto local_elements = [&](size_t i, const HloSharding& sharding) {
-    const std::vector<int64_t> counts =
+    const partitioner::TileIndex counts =
         partitioner::TileCounts(sharding, chain.values[i].shape.rank());
     int64_t elements = 1;
     for (int64_t d = 0; d < chain.values[i].shape.rank(); ++d) {

@@ -78,7 +78,7 @@ absl::StatusOr<PartitionedValue> PartitionContraction(const HloInstruction& inst
         side == 0 ? r.rhs_contracting : r.lhs_contracting;
     const std::vector<int64_t>& own_free = side == 0 ? r.lhs_free : r.rhs_free;
     const std::vector<int64_t>& out_own_free = side == 0 ? r.out_lhs_free : r.out_rhs_free;
-    std::vector<int64_t> counts = TileCounts(s, own.rank());
+    TileIndex counts = TileCounts(s, own.rank());
     std::vector<int64_t> other_counts(other.rank(), 1);
     for (size_t i = 0; i < own_batch.size(); ++i)
       other_counts[other_batch[i]] = counts[own_batch[i]];
@@ -139,7 +139,7 @@ absl::StatusOr<PartitionedValue> PartitionContraction(const HloInstruction& inst
     absl::StatusOr<HloSharding> folded = FoldDims(target, out.rank(), r.out_local, n);
     if (folded.ok()) {
       const HloSharding t = *folded;
-      std::vector<int64_t> counts = TileCounts(t, out.rank());
+      TileIndex counts = TileCounts(t, out.rank());
       auto operand_sharding = [&](const Shape& shape, const std::vector<int64_t>& batch,
                                   const std::vector<int64_t>& free,
                                   const std::vector<int64_t>& out_free) {

@@ -59,7 +59,7 @@ std::optional<absl::StatusOr<PartitionedValue>> GatherTrivialSlicedDims(
   const HloSharding& current = context.ValueOf(instruction.operand(0)).sharding;
   if (!current.IsTiled() || ManualSubgroupCount(current) != 1) return std::nullopt;
   if (!IsIntegralType(indices.element_type())) return std::nullopt;
-  std::vector<int64_t> counts = TileCounts(current, operand.rank());
+  TileIndex counts = TileCounts(current, operand.rank());
   std::vector<int64_t> trivial, fold;
   for (int64_t k = 0; k < operand.rank(); ++k) {
     const bool indexed = Contains(g.start_index_map, k);
@@ -85,7 +85,7 @@ std::optional<absl::StatusOr<PartitionedValue>> GatherTrivialSlicedDims(
   for (int64_t k = 0; k < operand.rank(); ++k) {
     if (!Contains(g.collapsed_slice_dims, k)) operand_of_offset.push_back(k);
   }
-  std::vector<int64_t> base_counts = TileCounts(*base, operand.rank());
+  TileIndex base_counts = TileCounts(*base, operand.rank());
   std::vector<int64_t> out_counts(out.rank(), 1);
   for (size_t i = 0; i < operand_of_offset.size(); ++i) {
     const int64_t k = operand_of_offset[i];
@@ -239,7 +239,7 @@ absl::StatusOr<PartitionedValue> HandleGather(const HloInstruction& instruction,
     }
     absl::StatusOr<HloSharding> base = FoldDims(current, operand.rank(), fold, n);
     if (base.ok() && base->IsTiled()) {
-      std::vector<int64_t> counts = TileCounts(*base, operand.rank());
+      TileIndex counts = TileCounts(*base, operand.rank());
       std::vector<int64_t> out_counts(out.rank(), 1);
       for (size_t i = 0; i < operand_of_offset.size(); ++i) {
         out_counts[g.offset_dims[i]] = counts[operand_of_offset[i]];
@@ -272,8 +272,8 @@ absl::StatusOr<PartitionedValue> HandleGather(const HloInstruction& instruction,
     absl::StatusOr<HloSharding> index_sharding =
         FoldDims(current_indices, indices.rank(), vector_dim, n);
     if (index_sharding.ok() && index_sharding->IsTiled()) {
-      const std::vector<int64_t> base_counts = TileCounts(*passthrough_base, operand.rank());
-      const std::vector<int64_t> index_counts = TileCounts(*index_sharding, indices.rank());
+      const TileIndex base_counts = TileCounts(*passthrough_base, operand.rank());
+      const TileIndex index_counts = TileCounts(*index_sharding, indices.rank());
       std::vector<int64_t> out_counts(out.rank(), 1);
       for (size_t i = 0; i < operand_of_offset.size(); ++i) {
         out_counts[g.offset_dims[i]] = base_counts[operand_of_offset[i]];
@@ -305,7 +305,7 @@ absl::StatusOr<PartitionedValue> HandleGather(const HloInstruction& instruction,
   if (IsPlannable(target) && ManualSubgroupCount(target) == 1) {
     absl::StatusOr<HloSharding> t = FoldDims(target, out.rank(), g.offset_dims, n);
     if (t.ok()) {
-      std::vector<int64_t> counts = TileCounts(*t, out.rank());
+      TileIndex counts = TileCounts(*t, out.rank());
       std::vector<int64_t> index_counts(indices.rank(), 1);
       for (size_t i = 0; i < batch_out.size(); ++i)
         index_counts[batch_indices[i]] = counts[batch_out[i]];
@@ -395,7 +395,7 @@ std::optional<absl::StatusOr<PartitionedValue>> ScatterIndexParallel(
     if (k != s.index_vector_dim) index_batch.push_back(k);
   }
   if (update_batch.size() != index_batch.size()) return std::nullopt;
-  std::vector<int64_t> counts = TileCounts(*update_sharding, updates.rank());
+  TileIndex counts = TileCounts(*update_sharding, updates.rank());
   std::vector<int64_t> index_counts(indices.rank(), 1);
   for (size_t i = 0; i < update_batch.size(); ++i)
     index_counts[index_batch[i]] = counts[update_batch[i]];
@@ -469,7 +469,7 @@ absl::StatusOr<PartitionedValue> HandleScatter(const HloInstruction& instruction
     }
     absl::StatusOr<HloSharding> base = FoldDims(*from, operand.rank(), fold, n);
     if (!base.ok() || !base->IsTiled()) continue;
-    std::vector<int64_t> counts = TileCounts(*base, operand.rank());
+    TileIndex counts = TileCounts(*base, operand.rank());
     std::vector<int64_t> update_counts(updates.rank(), 1);
     for (size_t w = 0; w < operand_of_window.size(); ++w) {
       update_counts[s.update_window_dims[w]] = counts[operand_of_window[w]];

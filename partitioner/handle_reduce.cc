@@ -44,7 +44,7 @@ absl::StatusOr<PartitionedValue> HandleReduce(const HloInstruction& instruction,
   std::optional<PlanA> plan_a;
   const HloSharding& current = context.ValueOf(operand).sharding;
   if (current.IsTiled() && ManualSubgroupCount(current) == 1) {
-    std::vector<int64_t> counts = TileCounts(current, in.rank());
+    TileIndex counts = TileCounts(current, in.rank());
     std::vector<int64_t> tiled_reduced, out_counts;
     for (int64_t k : reduced) {
       if (counts[k] > 1) tiled_reduced.push_back(k);
@@ -73,7 +73,7 @@ absl::StatusOr<PartitionedValue> HandleReduce(const HloInstruction& instruction,
   std::optional<HloSharding> plan_b;
   int64_t plan_b_score = 0;
   if (IsPlannable(target) && ManualSubgroupCount(target) == 1) {
-    std::vector<int64_t> out_counts = TileCounts(target, out.rank());
+    TileIndex out_counts = TileCounts(target, out.rank());
     std::vector<int64_t> in_counts(in.rank(), 1);
     for (size_t j = 0; j < kept.size(); ++j) in_counts[kept[j]] = out_counts[j];
     absl::StatusOr<HloSharding> operand_sharding = BuildSharding(in_counts, 1, n, [&](int64_t d) {
@@ -112,7 +112,7 @@ absl::StatusOr<PartitionedValue> HandleReduce(const HloInstruction& instruction,
     if (context.Bug("all-reduce-wrong-axis")) {
       // Injected bug: all-reduce over the kept dims' devices instead of the reduced dims'.
       tile_dims.clear();
-      std::vector<int64_t> counts = TileCounts(current, in.rank());
+      TileIndex counts = TileCounts(current, in.rank());
       for (int64_t k : kept) {
         if (counts[k] > 1) tile_dims.push_back(k);
       }

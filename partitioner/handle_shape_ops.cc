@@ -80,7 +80,7 @@ absl::StatusOr<PartitionedValue> HandleBroadcast(const HloInstruction& instructi
   // From the target: the operand takes the target's tiling of the dims it maps to.
   const HloSharding target = Computable(context.ShardingOf(&instruction));
   if (IsPlannable(target) && ManualSubgroupCount(target) == 1) {
-    std::vector<int64_t> counts = TileCounts(target, out.rank());
+    TileIndex counts = TileCounts(target, out.rank());
     std::vector<int64_t> in_counts;
     for (int64_t d : map) in_counts.push_back(counts[d]);
     absl::StatusOr<HloSharding> operand = BuildSharding(in_counts, 1, n, [&](int64_t device) {
@@ -95,7 +95,7 @@ absl::StatusOr<PartitionedValue> HandleBroadcast(const HloInstruction& instructi
   const HloSharding& current = context.ValueOf(instruction.operand(0)).sharding;
   if (IsPlannable(current) && ManualSubgroupCount(current) == 1) {
     std::vector<int64_t> counts(out.rank(), 1);
-    std::vector<int64_t> in_counts = TileCounts(current, in.rank());
+    TileIndex in_counts = TileCounts(current, in.rank());
     for (size_t i = 0; i < map.size(); ++i) counts[map[i]] = in_counts[i];
     absl::StatusOr<HloSharding> result = BuildSharding(counts, 1, n, [&](int64_t device) {
       DevicePlace p = PlaceOf(current, in.rank(), device);
@@ -123,7 +123,7 @@ absl::StatusOr<PartitionedValue> HandleTranspose(const HloInstruction& instructi
   std::vector<Choice> choices;
   const HloSharding target = Computable(context.ShardingOf(&instruction));
   if (IsPlannable(target) && ManualSubgroupCount(target) == 1) {
-    std::vector<int64_t> counts = TileCounts(target, rank), in_counts(rank, 1);
+    TileIndex counts = TileCounts(target, rank), in_counts(rank, 1);
     for (int64_t j = 0; j < rank; ++j) in_counts[perm[j]] = counts[j];
     absl::StatusOr<HloSharding> operand = BuildSharding(in_counts, 1, n, [&](int64_t device) {
       DevicePlace p = PlaceOf(target, rank, device);
@@ -157,7 +157,7 @@ absl::StatusOr<PartitionedValue> HandleReshape(const HloInstruction& instruction
   // A tiling of the output all of whose tiled dims map to input dims (and vice versa).
   auto try_pair = [&](const HloSharding& out_sharding) -> std::optional<Choice> {
     if (!IsPlannable(out_sharding) || ManualSubgroupCount(out_sharding) != 1) return std::nullopt;
-    std::vector<int64_t> counts = TileCounts(out_sharding, out.rank());
+    TileIndex counts = TileCounts(out_sharding, out.rank());
     std::vector<int64_t> in_counts(in.rank(), 1);
     for (int64_t j = 0; j < out.rank(); ++j) {
       if (counts[j] == 1) continue;
@@ -271,7 +271,7 @@ std::optional<WindowSlice> PlanWindowSlice(const HloInstruction& instruction,
   const Shape& out = instruction.shape();
   const int64_t rank = in.rank();
   const int64_t n = context.num_partitions();
-  std::vector<int64_t> counts = TileCounts(c, rank);
+  TileIndex counts = TileCounts(c, rank);
   bool any_tiled_acting = false;
   WindowSlice plan;
   plan.offsets.assign(rank, std::vector<int64_t>(n, 0));

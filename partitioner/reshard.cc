@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/types/span.h"
 #include "partitioner/sharding_util.h"
 
 namespace spmdcheck::partitioner {
@@ -28,7 +29,7 @@ int64_t Bytes(const Shape& local) { return local.ByteSize(); }
 
 std::vector<int64_t> TiledDims(const HloSharding& s, int64_t rank) {
   std::vector<int64_t> dims;
-  std::vector<int64_t> counts = TileCounts(s, rank);
+  TileIndex counts = TileCounts(s, rank);
   for (int64_t k = 0; k < rank; ++k) {
     if (counts[k] > 1) dims.push_back(k);
   }
@@ -65,10 +66,10 @@ absl::StatusOr<AllGatherEffect> AllGatherOver(const Shape& shape, const HloShard
 absl::StatusOr<AllGatherEffect> AllToAllMove(const Shape& shape, const HloSharding& from, int64_t a,
                                              int64_t b, int64_t n_devices) {
   const int64_t rank = shape.rank();
-  std::vector<int64_t> counts = TileCounts(from, rank);
+  TileIndex counts = TileCounts(from, rank);
   const int64_t n = counts[a];
   if (n <= 1 || counts[b] != 1) return absl::InvalidArgumentError("not an all-to-all move");
-  std::vector<int64_t> new_counts = counts;
+  TileIndex new_counts = counts;
   new_counts[a] = 1;
   new_counts[b] = n;
   absl::StatusOr<HloSharding> result =
@@ -121,7 +122,7 @@ std::optional<HloSharding> PermuteFirstTarget(const Shape& shape, const HloShard
                                               const std::vector<int64_t>& changed,
                                               int64_t n_devices) {
   const int64_t rank = shape.rank();
-  std::vector<int64_t> from_counts = TileCounts(from, rank);
+  TileIndex from_counts = TileCounts(from, rank);
   std::vector<int64_t> g_counts;
   for (int64_t k : changed) g_counts.push_back(from_counts[k]);
   int64_t g = 1;
@@ -184,8 +185,8 @@ bool DynamicSliceOffsets(const Shape& shape, const HloSharding& from, const HloS
   // manual groups must stay as they are.
   const bool entering_manual = ManualSubgroupCount(from) == 1;
   if (!entering_manual && ManualSubgroupCount(from) != ManualSubgroupCount(to)) return false;
-  const std::vector<int64_t> from_counts = TileCounts(from, rank);
-  const std::vector<int64_t> to_counts = TileCounts(to, rank);
+  const TileIndex from_counts = TileCounts(from, rank);
+  const TileIndex to_counts = TileCounts(to, rank);
   TileIndex from_per(rank), to_per(rank);  // Padded tile sizes == local dims.
   for (int64_t k = 0; k < rank; ++k) {
     const int64_t size = shape.dimensions(k);
@@ -283,7 +284,7 @@ std::optional<HloSharding> SliceableTarget(const Shape& shape, const HloSharding
   if (!to.IsTiled() || ManualSubgroupCount(to) != 1 || ManualSubgroupCount(from) != 1) {
     return std::nullopt;
   }
-  std::vector<int64_t> counts = TileCounts(to, rank);
+  TileIndex counts = TileCounts(to, rank);
   int64_t tiles = 1;
   for (int64_t c : counts) tiles *= c;
   const int64_t replicas = n_devices / tiles;
@@ -339,8 +340,9 @@ class Planner {
   Planner(const Shape& shape, const HloSharding& to, int64_t n_devices)
       : shape_(shape), to_(to), n_(n_devices), rank_(shape.rank()) {}
 
-  // Adds every way to finish from `cur` (after `prefix`) to the candidates.
-  void Finish(const std::vector<ReshardStep>& prefix, const HloSharding& cur) {
+  // Adds every way to finish from `cur` (after `prefix`) to the candidates. The prefix is
+  // passed by pointer: it is only copied into a plan that beats the best so far.
+  void Finish(absl::Span<const ReshardStep* const> prefix, const HloSharding& cur) {
     if (cur == to_) {
       Offer(prefix);
       return;
@@ -395,7 +397,7 @@ class Planner {
       if (!effect.ok()) continue;
       moves.push_back({ReshardStepKind::kAllReduceGather, {k}, effect->result, effect->cost});
     }
-    std::vector<int64_t> counts = TileCounts(cur, rank_);
+    TileIndex counts = TileCounts(cur, rank_);
     for (int64_t a : tiled) {
       for (int64_t b = 0; b < rank_; ++b) {
         if (b == a || counts[b] != 1) continue;
@@ -411,9 +413,10 @@ class Planner {
 
   // `steps` then `tail`: kept when cheaper than the best so far (fewer steps on a tie). The
   // plan is only copied together when it is kept.
-  void Offer(const std::vector<ReshardStep>& steps, std::initializer_list<ReshardStep> tail = {}) {
+  void Offer(absl::Span<const ReshardStep* const> steps,
+             std::initializer_list<ReshardStep> tail = {}) {
     CollectiveCost cost;
-    for (const ReshardStep& s : steps) cost += s.cost;
+    for (const ReshardStep* s : steps) cost += s->cost;
     for (const ReshardStep& s : tail) cost += s.cost;
     const size_t size = steps.size() + tail.size();
     if (best_.has_value() &&
@@ -423,7 +426,7 @@ class Planner {
     }
     ReshardPlan plan;
     plan.steps.reserve(size);
-    plan.steps.insert(plan.steps.end(), steps.begin(), steps.end());
+    for (const ReshardStep* s : steps) plan.steps.push_back(*s);
     plan.steps.insert(plan.steps.end(), tail.begin(), tail.end());
     plan.cost = cost;
     best_ = std::move(plan);
@@ -509,13 +512,15 @@ absl::StatusOr<ReshardPlan> PlanArray(const Shape& shape, const HloSharding& fro
         cur = effect->result;
       }
       if (cur != target) naive.push_back({ReshardStepKind::kDynamicSlice, {}, target, {}});
-      planner.Offer(naive);
+      std::vector<const ReshardStep*> naive_steps;
+      for (const ReshardStep& step : naive) naive_steps.push_back(&step);
+      planner.Offer(naive_steps);
     }
     if (!naive_only && source.IsTiled() && ManualSubgroupCount(source) == 1 &&
         ManualSubgroupCount(target) == 1) {
       // Permute first (while pieces are small), then gather or slice.
-      std::vector<int64_t> from_counts = TileCounts(source, shape.rank());
-      std::vector<int64_t> to_counts = TileCounts(target, shape.rank());
+      TileIndex from_counts = TileCounts(source, shape.rank());
+      TileIndex to_counts = TileCounts(target, shape.rank());
       std::vector<int64_t> changed;
       for (int64_t k = 0; k < shape.rank(); ++k) {
         if (from_counts[k] != to_counts[k]) changed.push_back(k);
@@ -524,19 +529,19 @@ absl::StatusOr<ReshardPlan> PlanArray(const Shape& shape, const HloSharding& fro
       if (pre.has_value() && *pre != source) {
         ReshardStep permute{
             ReshardStepKind::kCollectivePermute, {}, *pre, PermuteCost(shape, source, *pre, n)};
-        planner.Finish({permute}, *pre);
+        planner.Finish({&permute}, *pre);
         for (const ReshardStep& next : planner.Moves(*pre)) {
-          planner.Finish({permute, next}, next.result);
+          planner.Finish({&permute, &next}, next.result);
         }
       }
     }
     if (!naive_only) {
       planner.Finish({}, source);
       for (const ReshardStep& first : planner.Moves(source)) {
-        planner.Finish({first}, first.result);
+        planner.Finish({&first}, first.result);
         if (n > kDeepSearchDeviceLimit) continue;
         for (const ReshardStep& second : planner.Moves(first.result)) {
-          planner.Finish({first, second}, second.result);
+          planner.Finish({&first, &second}, second.result);
         }
       }
     }
@@ -962,7 +967,7 @@ PartitionedValue MaskPadding(SpmdBuilder& builder, const PartitionedValue& value
                              HloInstruction* fill_value) {
   const Shape& global = value.global_shape;
   const int64_t rank = global.rank();
-  std::vector<int64_t> counts = TileCounts(value.sharding, rank);
+  TileIndex counts = TileCounts(value.sharding, rank);
   const Shape local = value.local->shape();
   HloInstruction* mask = nullptr;
   for (int64_t k = 0; k < rank; ++k) {

@@ -14,8 +14,8 @@
 
 namespace spmdcheck::partitioner {
 
-std::vector<int64_t> TileCounts(const HloSharding& sharding, int64_t rank) {
-  std::vector<int64_t> counts(rank, 1);
+TileIndex TileCounts(const HloSharding& sharding, int64_t rank) {
+  TileIndex counts(rank, 1);
   if (!sharding.IsTiled()) return counts;
   for (int64_t k = 0; k < rank && k < sharding.TiledDataRank(); ++k) {
     counts[k] = sharding.tile_assignment().dim(k);
@@ -176,7 +176,7 @@ absl::StatusOr<HloSharding> BuildFromDevices(absl::Span<const int64_t> counts, i
 
 absl::StatusOr<HloSharding> FoldDims(const HloSharding& sharding, int64_t rank,
                                      absl::Span<const int64_t> dims, int64_t num_devices) {
-  std::vector<int64_t> counts = TileCounts(sharding, rank);
+  TileIndex counts = TileCounts(sharding, rank);
   for (int64_t k : dims) counts[k] = 1;
   return BuildSharding(counts, ManualSubgroupCount(sharding), num_devices, [&](int64_t d) {
     DevicePlace p = PlaceOf(sharding, rank, d);
@@ -291,7 +291,7 @@ std::optional<HloSharding> ReshapedSharding(const Shape& in, const Shape& out,
                                             const HloSharding& operand, int64_t num_devices) {
   if (!IsPlannable(operand) || ManualSubgroupCount(operand) != 1) return std::nullopt;
   const std::vector<std::optional<int64_t>> out_to_in = ReshapeDimMap(in, out);
-  const std::vector<int64_t> in_counts = TileCounts(operand, in.rank());
+  const TileIndex in_counts = TileCounts(operand, in.rank());
   std::vector<int64_t> counts(out.rank(), 1);
   for (int64_t i = 0; i < in.rank(); ++i) {
     if (in_counts[i] == 1) continue;
@@ -316,7 +316,7 @@ std::optional<HloSharding> TransposedSharding(const HloSharding& operand,
                                               absl::Span<const int64_t> perm, int64_t num_devices) {
   if (!IsPlannable(operand) || ManualSubgroupCount(operand) != 1) return std::nullopt;
   const int64_t rank = static_cast<int64_t>(perm.size());
-  std::vector<int64_t> in_counts = TileCounts(operand, rank), counts(rank, 1);
+  TileIndex in_counts = TileCounts(operand, rank), counts(rank, 1);
   for (int64_t j = 0; j < rank; ++j) counts[j] = in_counts[perm[j]];
   absl::StatusOr<HloSharding> result = BuildSharding(counts, 1, num_devices, [&](int64_t device) {
     DevicePlace p = PlaceOf(operand, rank, device);

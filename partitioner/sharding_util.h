@@ -17,15 +17,17 @@
 
 namespace spmdcheck::partitioner {
 
+// Per-dim values of an array (tile counts, tile indices, regions), stored inline: the planner
+// computes them in its inner loops, where a heap allocation each cost more than the arithmetic.
+using TileIndex = absl::InlinedVector<int64_t, 6>;
+
 // Tile count of each of the `rank` data dims (all 1 for replicated and maximal shardings).
-std::vector<int64_t> TileCounts(const HloSharding& sharding, int64_t rank);
+TileIndex TileCounts(const HloSharding& sharding, int64_t rank);
 
 // Number of manual subgroup positions (1 when none).
 int64_t ManualSubgroupCount(const HloSharding& sharding);
 
 // Where one device sits: its tile index along every data dim and its manual subgroup index.
-// (Inline storage: the planner computes places in its inner loops.)
-using TileIndex = absl::InlinedVector<int64_t, 6>;
 struct DevicePlace {
   TileIndex data_index;
   int64_t manual_index = 0;
@@ -55,9 +57,9 @@ bool SameTileGrid(const HloSharding& a, const HloSharding& b, int64_t rank);
 // Per data dim, the padded start (tile index * padded tile size) and the valid element range
 // [start, limit) that `device` holds of `shape` under `sharding`.
 struct HeldRegion {
-  std::vector<int64_t> padded_start;
-  std::vector<int64_t> start;
-  std::vector<int64_t> limit;
+  TileIndex padded_start;
+  TileIndex start;
+  TileIndex limit;
 };
 HeldRegion RegionOf(const HloSharding& sharding, const Shape& shape, int64_t device);
 

@@ -390,7 +390,7 @@ ProofResult ProveChainUnguarded(const HloModule& module, const ChainProofOptions
   Z3Domain dom(ctx);
   const std::vector<int64_t> ids = SymbolicIds(dom, model);
   ChainEvaluator<Z3Domain> eval(model, dom, ids);
-  const std::vector<int64_t> end_counts = partitioner::TileCounts(
+  const partitioner::TileIndex end_counts = partitioner::TileCounts(
       chain.end->sharding().value_or(HloSharding::Replicate()), chain.end->shape().rank());
   const ViolationBuilder violation = [&](const z3::expr& device,
                                          const std::vector<z3::expr>& index) {
@@ -545,7 +545,7 @@ ProofResult ProveReplicasAgreeUnguarded(const HloModule& module, const ChainProo
     replicated |= !inserted;
   }
   if (!replicated) return ProofResult::Proved();
-  const std::vector<int64_t> counts = partitioner::TileCounts(sharding, rank);
+  const partitioner::TileIndex counts = partitioner::TileCounts(sharding, rank);
   std::vector<std::vector<int64_t>> tile_index(rank, std::vector<int64_t>(p, 0));
   for (int64_t d = 0; d < p; ++d) {
     const partitioner::TileIndex place = partitioner::PlaceOf(sharding, rank, d).data_index;

@@ -293,5 +293,28 @@ TEST(HloParserFragmentTest, CutOffStatementIsReportedWithLines) {
   EXPECT_TRUE(warned) << (parsed.warnings.empty() ? "" : parsed.warnings[0]);
 }
 
+TEST(HloParserFragmentTest, MalformedStatementWarningIsOneLineWithItsError) {
+  ParsedModule parsed = MustParse(
+      "  a = f32[4] negate(p)\n"
+      "  b = f32[4] frobnicate(a)\n"
+      "  c = f32[4] multiply(a, a)\n",
+      /*fragment=*/true);
+  ASSERT_NE(parsed.module, nullptr);
+  EXPECT_EQ(parsed.module->entry()->FindInstruction("b"), nullptr);
+  const std::string prefix =
+      "test.hlo:2:3: warning: statement on lines 2-2 is cut off or malformed and was skipped "
+      "(test.hlo:2:";
+  const std::string* warning = nullptr;
+  for (const std::string& w : parsed.warnings) {
+    if (w.rfind(prefix, 0) == 0) warning = &w;
+  }
+  ASSERT_NE(warning, nullptr) << ::testing::PrintToString(parsed.warnings);
+  // The statement's error without its source excerpt: one line, naming the opcode.
+  EXPECT_EQ(warning->find('\n'), std::string::npos) << *warning;
+  EXPECT_NE(warning->find(": error: "), std::string::npos) << *warning;
+  EXPECT_NE(warning->find("frobnicate"), std::string::npos) << *warning;
+  EXPECT_EQ(warning->back(), ')') << *warning;
+}
+
 }  // namespace
 }  // namespace spmdcheck
