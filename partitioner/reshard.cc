@@ -335,14 +335,31 @@ std::optional<HloSharding> SliceableTarget(const Shape& shape, const HloSharding
   return *result;
 }
 
+// How PlanArray searches: the naive plan only, or the two-step search with or without pruning
+// the candidates that cannot beat the best plan so far.
+enum class PlanSearch { kNaive, kPruned, kExhaustive };
+
 class Planner {
  public:
-  Planner(const Shape& shape, const HloSharding& to, int64_t n_devices)
-      : shape_(shape), to_(to), n_(n_devices), rank_(shape.rank()) {}
+  Planner(const Shape& shape, const HloSharding& to, int64_t n_devices, bool prune)
+      : shape_(shape), to_(to), n_(n_devices), rank_(shape.rank()), prune_(prune) {}
+
+  // True when pruning and no plan of at least `min_steps` steps whose first steps already score
+  // `score` can be kept: scores only add up along a plan (CollectiveCost::Score is linear in
+  // non-negative counts), and Offer keeps a plan only when it scores less than the best, or the
+  // same with fewer steps. Skipping such candidates leaves the chosen plan unchanged.
+  bool Hopeless(int64_t score, size_t min_steps) const {
+    if (!prune_ || !best_.has_value()) return false;
+    const int64_t best = best_->cost.Score();
+    return score > best || (score == best && min_steps >= best_->steps.size());
+  }
 
   // Adds every way to finish from `cur` (after `prefix`) to the candidates. The prefix is
   // passed by pointer: it is only copied into a plan that beats the best so far.
   void Finish(absl::Span<const ReshardStep* const> prefix, const HloSharding& cur) {
+    int64_t prefix_score = 0;
+    for (const ReshardStep* s : prefix) prefix_score += s->cost.Score();
+    if (Hopeless(prefix_score, prefix.size())) return;
     if (cur == to_) {
       Offer(prefix);
       return;
@@ -437,6 +454,7 @@ class Planner {
   const HloSharding& to_;
   int64_t n_;
   int64_t rank_;
+  bool prune_;
   std::optional<ReshardPlan> best_;
 };
 
@@ -459,7 +477,8 @@ bool HasUnsupportedSubgroups(const HloSharding& s) {
 
 // Shardings as the planner sees them: maximal -> replicated after a broadcast step.
 absl::StatusOr<ReshardPlan> PlanArray(const Shape& shape, const HloSharding& from,
-                                      const HloSharding& to, int64_t n, bool naive_only) {
+                                      const HloSharding& to, int64_t n, PlanSearch search) {
+  const bool naive_only = search == PlanSearch::kNaive;
   ReshardPlan plan;
   if (from == to) return plan;
   if (from.IsReplicated() && to.IsManual()) {
@@ -492,7 +511,7 @@ absl::StatusOr<ReshardPlan> PlanArray(const Shape& shape, const HloSharding& fro
   }
   HloSharding target = to.IsMaximal() ? HloSharding::Replicate() : to;
   if (source != target) {
-    Planner planner(shape, target, n);
+    Planner planner(shape, target, n, search == PlanSearch::kPruned);
     // The naive plan: gather every tiled dim, then slice.
     {
       std::vector<ReshardStep> naive;
@@ -530,7 +549,10 @@ absl::StatusOr<ReshardPlan> PlanArray(const Shape& shape, const HloSharding& fro
         ReshardStep permute{
             ReshardStepKind::kCollectivePermute, {}, *pre, PermuteCost(shape, source, *pre, n)};
         planner.Finish({&permute}, *pre);
-        for (const ReshardStep& next : planner.Moves(*pre)) {
+        const std::vector<ReshardStep> nexts = planner.Hopeless(permute.cost.Score(), 2)
+                                                   ? std::vector<ReshardStep>()
+                                                   : planner.Moves(*pre);
+        for (const ReshardStep& next : nexts) {
           planner.Finish({&permute, &next}, next.result);
         }
       }
@@ -539,7 +561,7 @@ absl::StatusOr<ReshardPlan> PlanArray(const Shape& shape, const HloSharding& fro
       planner.Finish({}, source);
       for (const ReshardStep& first : planner.Moves(source)) {
         planner.Finish({&first}, first.result);
-        if (n > kDeepSearchDeviceLimit) continue;
+        if (n > kDeepSearchDeviceLimit || planner.Hopeless(first.cost.Score(), 2)) continue;
         for (const ReshardStep& second : planner.Moves(first.result)) {
           planner.Finish({&first, &second}, second.result);
         }
@@ -823,7 +845,7 @@ absl::Status CachedPlan(const Shape& shape, const HloSharding& from, const HloSh
       return absl::OkStatus();
     }
   }
-  absl::StatusOr<ReshardPlan> plan = PlanArray(shape, from, to, num_devices, false);
+  absl::StatusOr<ReshardPlan> plan = PlanArray(shape, from, to, num_devices, PlanSearch::kPruned);
   if (!plan.ok()) return plan.status();
   if (cost_out != nullptr) *cost_out = plan->cost;
   std::lock_guard<std::mutex> lock(mu);
@@ -846,7 +868,13 @@ absl::StatusOr<ReshardPlan> PlanReshard(const Shape& shape, const HloSharding& f
 
 absl::StatusOr<ReshardPlan> NaiveReshardPlan(const Shape& shape, const HloSharding& from,
                                              const HloSharding& to, int64_t num_devices) {
-  return PlanArray(shape, from, to, num_devices, true);
+  return PlanArray(shape, from, to, num_devices, PlanSearch::kNaive);
+}
+
+absl::StatusOr<ReshardPlan> ExhaustiveReshardPlan(const Shape& shape, const HloSharding& from,
+                                                  const HloSharding& to, int64_t num_devices) {
+  if (!shape.IsArray()) return absl::InvalidArgumentError("PlanReshard expects an array shape");
+  return PlanArray(shape, from, to, num_devices, PlanSearch::kExhaustive);
 }
 
 absl::StatusOr<PartitionedValue> ApplyReshardPlan(SpmdBuilder& builder,

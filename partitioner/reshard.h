@@ -63,6 +63,10 @@ absl::StatusOr<ReshardPlan> PlanReshard(const Shape& shape, const HloSharding& f
 // All-gather to replicated, then dynamic-slice (the baseline every plan is compared with).
 absl::StatusOr<ReshardPlan> NaiveReshardPlan(const Shape& shape, const HloSharding& from,
                                              const HloSharding& to, int64_t num_devices);
+// PlanReshard's search without pruning and without the memo: every candidate is costed. The
+// pruned search must find the same plan (costs only add up along a plan); tests compare them.
+absl::StatusOr<ReshardPlan> ExhaustiveReshardPlan(const Shape& shape, const HloSharding& from,
+                                                  const HloSharding& to, int64_t num_devices);
 
 // Emits `plan` (from value.sharding) and returns the value under the plan's final sharding.
 absl::StatusOr<PartitionedValue> ApplyReshardPlan(SpmdBuilder& builder,

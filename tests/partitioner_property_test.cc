@@ -78,6 +78,30 @@ RC_GTEST_PROP(ReshardProperty, PlanIsCorrectAndNoWorseThanNaive, ()) {
   }
 }
 
+// The planner prunes candidates whose first steps already cost more than the best plan so far;
+// that must never change the plan it picks.
+RC_GTEST_PROP(ReshardProperty, PrunedSearchPicksTheExhaustiveSearchsPlan, ()) {
+  const Mesh mesh = *SmallMesh();
+  Shape shape = *fuzz::GenShape(4);
+  shape.set_element_type(
+      *rc::gen::element(PrimitiveType::kS32, PrimitiveType::kBF16, PrimitiveType::kF64));
+  RC_PRE(shape.ElementCount() > 0);
+  const HloSharding from = *PlannableSharding(shape, mesh);
+  const HloSharding to = *PlannableSharding(shape, mesh);
+  const int64_t n = mesh.num_devices();
+  absl::StatusOr<ReshardPlan> pruned = PlanReshard(shape, from, to, n);
+  absl::StatusOr<ReshardPlan> exhaustive = ExhaustiveReshardPlan(shape, from, to, n);
+  RC_ASSERT(pruned.ok() == exhaustive.ok());
+  if (!pruned.ok()) return;
+  RC_TAG(pruned->steps.size());
+  RC_ASSERT(pruned->Describe() == exhaustive->Describe());
+  RC_ASSERT(pruned->cost.ToString() == exhaustive->cost.ToString());
+  RC_ASSERT(pruned->steps.size() == exhaustive->steps.size());
+  for (size_t i = 0; i < pruned->steps.size(); ++i) {
+    RC_ASSERT(pruned->steps[i].result == exhaustive->steps[i].result);
+  }
+}
+
 // A program over x: s32[a,b] and y: s32[b,c]: elementwise, dot, transpose, reduce, broadcast,
 // reshape, with a random sharding (or none) on every instruction.
 RC_GTEST_PROP(PartitionProperty, RandomProgramsCheck, ()) {
