@@ -212,7 +212,7 @@ std::vector<std::string> LibFuzzerTargetFlags(const std::string& target,
                                                                       {"fuzz_sharding_parser", 256},
                                                                       {"fuzz_literal_parser", 256},
                                                                       {"fuzz_reshard", 64},
-                                                                      {"fuzz_partition", 1212}};
+                                                                      {"fuzz_partition", 652}};
     static const auto* const kTimeout =
         new std::map<std::string, int>{{"fuzz_partition", 60}, {"fuzz_reshard", 30}};
     if (auto it = kMaxLen->find(target); it != kMaxLen->end()) {

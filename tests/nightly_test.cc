@@ -270,7 +270,7 @@ TEST(LibFuzzerFlags, FromTheOptionsFileElseTheSmokeRunsTable) {
   EXPECT_THAT(LibFuzzerTargetFlags("fuzz_hlo_parser", src),
               ElementsAre("-max_len=99", "-timeout=7", "-dict=" + src + "/fuzz/targets/hlo.dict"));
   EXPECT_THAT(LibFuzzerTargetFlags("fuzz_partition", src),
-              ElementsAre("-max_len=1212", "-timeout=60", "-rss_limit_mb=2048", "-entropic=0"));
+              ElementsAre("-max_len=652", "-timeout=60", "-rss_limit_mb=2048", "-entropic=0"));
 }
 
 // Two nights: a finding of night 1 seen again in night 2 (known) and one new in night 2.
