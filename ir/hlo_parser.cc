@@ -186,9 +186,11 @@ class Parser {
     return Error(absl::StrCat("expected '", std::string(1, c), "' ", context, " but found '",
                               std::string(1, lex_.Peek()), "'"));
   }
-  std::string Warning(size_t offset, absl::string_view message) const {
+  // `PATH:LINE:COL: warning: ` then `message`, all in one StrCat.
+  template <typename... Message>
+  std::string Warning(size_t offset, const Message&... message) const {
     return absl::StrCat(source_.path(), ":", source_.LineOf(offset), ":", source_.ColumnOf(offset),
-                        ": warning: ", message);
+                        ": warning: ", message...);
   }
   SourceLocation LocationOf(size_t offset) { return lines_.At(offset); }
 
@@ -1950,9 +1952,8 @@ absl::Status Parser::ParseInstructionList(PendingComputation* pending, bool unti
         first, end >= source_.text().size() ? source_.LineOf(end) : source_.LineOf(end) - 1);
     absl::string_view reason = status.message();
     reason = reason.substr(0, reason.find('\n'));
-    warnings_.push_back(absl::StrCat(source_.path(), ":", first, ":", source_.ColumnOf(start),
-                                     ": warning: statement on lines ", first, "-", last,
-                                     " is cut off or malformed and was skipped (", reason, ")"));
+    warnings_.push_back(Warning(start, "statement on lines ", first, "-", last,
+                                " is cut off or malformed and was skipped (", reason, ")"));
   }
   // The root: the written ROOT, else the last statement's instruction.
   if (pending->root != nullptr) {

@@ -60,12 +60,16 @@ std::string SourceText::FormatError(size_t offset, absl::string_view message) co
 
 std::string SourceText::FormatErrorLine(size_t offset, absl::string_view message) const {
   offset = std::min(offset, text_.size());
-  return absl::StrCat(path_, ":", LineOf(offset), ":", ColumnOf(offset), ": error: ", message);
+  return ErrorLine(LineOf(offset), ColumnOf(offset), message);
+}
+
+std::string SourceText::ErrorLine(int64_t line, int64_t column, absl::string_view message) const {
+  return absl::StrCat(path_, ":", line, ":", column, ": error: ", message);
 }
 
 std::string SourceText::FormatErrorAt(int64_t line, int64_t column,
                                       absl::string_view message) const {
-  std::string out = absl::StrCat(path_, ":", line, ":", column, ": error: ", message);
+  std::string out = ErrorLine(line, column, message);
   absl::string_view text = Line(line);
   if (line >= 1) {
     // Long lines (real dumps have 10k-character lines) are shown as a window around the column.

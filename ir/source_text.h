@@ -35,6 +35,8 @@ class SourceText {
   std::string FormatErrorLine(size_t offset, absl::string_view message) const;
 
  private:
+  // `PATH:LINE:COL: error: MESSAGE`.
+  std::string ErrorLine(int64_t line, int64_t column, absl::string_view message) const;
   // Builds line_starts_ on first use (a successful parse never needs it). Not thread-safe.
   const std::vector<size_t>& LineStarts() const;
 

@@ -478,6 +478,7 @@ bool HasUnsupportedSubgroups(const HloSharding& s) {
 // Shardings as the planner sees them: maximal -> replicated after a broadcast step.
 absl::StatusOr<ReshardPlan> PlanArray(const Shape& shape, const HloSharding& from,
                                       const HloSharding& to, int64_t n, PlanSearch search) {
+  if (!shape.IsArray()) return absl::InvalidArgumentError("PlanReshard expects an array shape");
   const bool naive_only = search == PlanSearch::kNaive;
   ReshardPlan plan;
   if (from == to) return plan;
@@ -831,7 +832,6 @@ namespace {
 // candidate shardings (ReshardCost) and copying whole plans for that was a cost of its own.
 absl::Status CachedPlan(const Shape& shape, const HloSharding& from, const HloSharding& to,
                         int64_t num_devices, ReshardPlan* plan_out, CollectiveCost* cost_out) {
-  if (!shape.IsArray()) return absl::InvalidArgumentError("PlanReshard expects an array shape");
   static std::mutex mu;
   static auto* cache = new absl::flat_hash_map<PlanCacheKey, ReshardPlan>();
   PlanCacheKey key{absl::StrCat(shape.ToString(false), "|", from.ToString(false), "|",
@@ -873,7 +873,6 @@ absl::StatusOr<ReshardPlan> NaiveReshardPlan(const Shape& shape, const HloShardi
 
 absl::StatusOr<ReshardPlan> ExhaustiveReshardPlan(const Shape& shape, const HloSharding& from,
                                                   const HloSharding& to, int64_t num_devices) {
-  if (!shape.IsArray()) return absl::InvalidArgumentError("PlanReshard expects an array shape");
   return PlanArray(shape, from, to, num_devices, PlanSearch::kExhaustive);
 }
 
