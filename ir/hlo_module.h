@@ -353,6 +353,14 @@ class HloModule {
   const std::string& source_path() const { return source_path_; }
   void set_source_path(std::string path) { source_path_ = std::move(path); }
 
+  // The StableHLO text the module was converted from (what `jax.jit(f).lower(...).as_text()`
+  // printed), while the module is that conversion: XLA's partitioners then compile this text
+  // the way jax.jit does instead of the module (target/xla_partitioner.h). Empty otherwise.
+  // Clone() does not copy it: a copy is made to be changed, and a changed module is another
+  // program.
+  const std::string& jax_source() const { return jax_source_; }
+  void set_jax_source(std::string text) { jax_source_ = std::move(text); }
+
   // A deep copy: new computations and instructions in the same order and with the same names,
   // operands, roots, called computations and the entry pointing into the copy; header, source
   // path and locations kept. Shapes, shardings, literals and attributes are shared with this
@@ -371,6 +379,7 @@ class HloModule {
   bool is_scheduled_ = false;
   std::vector<RawAttribute> raw_header_;
   std::string source_path_;
+  std::string jax_source_;
   friend class HloComputation;
   friend class HloCloner;
 };

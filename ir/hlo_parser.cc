@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/lexer.h"
 #include "ir/mesh.h"
+#include "ir/named_sharding.h"
 #include "ir/shape_inference.h"
 #include "ir/source_text.h"
 
@@ -231,6 +232,15 @@ class Parser {
   // XLA's mesh-axes form: `mesh['a'=2,'b'=4] {'b'}` (with `, device_ids=(...)` after the axes
   // when the device order is no plain iota, and sub-axes `'a':(1)2`).
   absl::Status ParseMeshAxesReplicaGroups(ReplicaGroups* groups);
+  // `mesh['a'=2,'b'=4]` with an optional `, device_ids=(...)` (the keyword `mesh` consumed by
+  // the caller when `keyword_read`).
+  absl::Status ParseMesh(Mesh* mesh, bool keyword_read);
+  // `'a'` or `'a':(pre)size` over `mesh`.
+  absl::Status ParseAxisRef(const Mesh& mesh, MeshAxisRef* ref);
+  // `{'a', 'b':(1)2}` over `mesh`.
+  absl::Status ParseAxisRefList(const Mesh& mesh, std::vector<MeshAxisRef>* refs);
+  // The body of a named-mesh sharding after its `{` (XLA's V3 form), through the closing `}`.
+  absl::Status ParseNamedSharding(size_t start, HloSharding* sharding);
   // A mesh axis name: quoted ('a' or "a") or a bare identifier.
   absl::Status ParseAxisName(std::string* name);
   absl::Status ParseSourceTargetPairs(SourceTargetPairs* pairs);
@@ -656,6 +666,17 @@ absl::Status Parser::ParseSingleSharding(HloSharding* sharding) {
   const size_t start = lex_.pos();
   absl::Status status = Expect('{', "to open a sharding");
   if (!status.ok()) return status;
+  {
+    // XLA's named-mesh form (V3): `{mesh[...], ...}` or `{single_device[device_id=N]}`.
+    const size_t after_brace = lex_.pos();
+    absl::string_view first = lex_.ConsumeIdentifier();
+    const bool named = (first == "mesh" || first == "single_device" || first == "maximal_mesh") &&
+                       lex_.PeekRaw() != '=';
+    lex_.set_pos(after_brace);
+    if (named) {
+      return ParseNamedSharding(start, sharding);
+    }
+  }
   bool replicated = false, maximal = false, manual = false, unknown = false, unreduced = false;
   bool last_tile_dim_replicate = false;
   std::optional<int64_t> device;
@@ -692,8 +713,6 @@ absl::Status Parser::ParseSingleSharding(HloSharding* sharding) {
                                       : HloSharding::ShardGroupKind::kLike;
       status = ParseInt(&group_id, "a shard group id");
       if (!status.ok()) return status;
-    } else if (!is_attr && (word == "mesh" || word == "maximal_mesh")) {
-      return ErrorAt(item, "named (mesh) shardings are not supported yet");
     } else if (is_attr && word == "device") {
       int64_t d = 0;
       status = ParseInt(&d, "a device id");
@@ -869,12 +888,9 @@ absl::Status Parser::ParseAxisName(std::string* name) {
   return absl::OkStatus();
 }
 
-absl::Status Parser::ParseMeshAxesReplicaGroups(ReplicaGroups* groups) {
+absl::Status Parser::ParseMesh(Mesh* mesh, bool keyword_read) {
   const size_t start = lex_.pos();
-  if (lex_.TryConsumeKeyword("maximal_mesh")) {
-    return ErrorAt(start, "replica groups over a maximal mesh (one device) are not supported");
-  }
-  if (!lex_.TryConsumeKeyword("mesh")) return Error("expected 'mesh['");
+  if (!keyword_read && !lex_.TryConsumeKeyword("mesh")) return Error("expected 'mesh['");
   absl::Status status = Expect('[', "to open the mesh axes");
   if (!status.ok()) return status;
   std::vector<MeshAxis> axes;
@@ -948,39 +964,192 @@ absl::Status Parser::ParseMeshAxesReplicaGroups(ReplicaGroups* groups) {
     }
     status = Expect(')', "to close the mesh's device ids");
     if (!status.ok()) return status;
+    if (!devices->DevicesDistinct() || devices->DeviceBound() != devices->num_elements()) {
+      return ErrorAt(before_devices,
+                     "the mesh's device ids must be a permutation of 0..N-1 (each device once)");
+    }
   } else {
     lex_.set_pos(before_devices);
   }
-  absl::StatusOr<Mesh> mesh = Mesh::Create(axes, devices);
-  if (!mesh.ok()) return ErrorAt(start, mesh.status().message());
-  status = Expect('{', "to open the replica groups' mesh axes");
+  absl::StatusOr<Mesh> made = Mesh::Create(axes, devices);
+  if (!made.ok()) return ErrorAt(start, made.status().message());
+  *mesh = *std::move(made);
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseAxisRef(const Mesh& mesh, MeshAxisRef* ref) {
+  const size_t at = lex_.pos();
+  std::string name;
+  absl::Status status = ParseAxisName(&name);
   if (!status.ok()) return status;
-  std::vector<MeshAxisRef> refs;
-  if (!lex_.TryConsume('}')) {
-    do {
+  std::optional<int64_t> index = mesh.AxisIndex(name);
+  if (!index.has_value()) return ErrorAt(at, absl::StrCat("no mesh axis '", name, "'"));
+  *ref = MeshAxisRef{*index, 1, 0};
+  if (lex_.TryConsume(':')) {
+    status = Expect('(', "to open a sub-axis pre-size");
+    if (!status.ok()) return status;
+    status = ParseInt(&ref->pre_size, "a sub-axis pre-size");
+    if (!status.ok()) return status;
+    status = Expect(')', "to close a sub-axis pre-size");
+    if (!status.ok()) return status;
+    status = ParseInt(&ref->size, "a sub-axis size");
+    if (!status.ok()) return status;
+    const int64_t axis_size = mesh.axes()[*index].size;
+    if (ref->pre_size < 1 || ref->size < 1 || ref->pre_size > axis_size || ref->size > axis_size ||
+        axis_size % (ref->pre_size * ref->size) != 0) {
+      return ErrorAt(at, absl::StrCat("sub-axis '", name, "':(", ref->pre_size, ")", ref->size,
+                                      " does not divide the axis of size ", axis_size));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Parser::ParseAxisRefList(const Mesh& mesh, std::vector<MeshAxisRef>* refs) {
+  absl::Status status = Expect('{', "to open a list of mesh axes");
+  if (!status.ok()) return status;
+  if (lex_.TryConsume('}')) return absl::OkStatus();
+  do {
+    MeshAxisRef ref;
+    status = ParseAxisRef(mesh, &ref);
+    if (!status.ok()) return status;
+    refs->push_back(ref);
+  } while (lex_.TryConsume(','));
+  return Expect('}', "to close a list of mesh axes");
+}
+
+absl::Status Parser::ParseNamedSharding(size_t start, HloSharding* sharding) {
+  std::string metadata;
+  auto finish = [&](absl::StatusOr<NamedSharding> named) -> absl::Status {
+    if (!named.ok()) return ErrorAt(start, named.status().message());
+    if (lex_.TryConsume(',')) {
       const size_t at = lex_.pos();
-      std::string name;
-      status = ParseAxisName(&name);
+      if (!lex_.TryConsumeKeyword("metadata") || !lex_.TryConsume('=')) {
+        return ErrorAt(at, "expected metadata= or '}' after a named sharding's special form");
+      }
+      absl::Status status = ParseRaw(&metadata);
       if (!status.ok()) return status;
-      std::optional<int64_t> index = mesh->AxisIndex(name);
-      if (!index.has_value()) return ErrorAt(at, absl::StrCat("no mesh axis '", name, "'"));
-      MeshAxisRef ref{*index, 1, 0};
-      if (lex_.TryConsume(':')) {
-        status = Expect('(', "to open a sub-axis pre-size");
-        if (!status.ok()) return status;
-        status = ParseInt(&ref.pre_size, "a sub-axis pre-size");
-        if (!status.ok()) return status;
-        status = Expect(')', "to close a sub-axis pre-size");
-        if (!status.ok()) return status;
-        status = ParseInt(&ref.size, "a sub-axis size");
+    }
+    absl::Status status = Expect('}', "to close the named sharding");
+    if (!status.ok()) return status;
+    absl::StatusOr<HloSharding> result = HloSharding::FromNamed(*named);
+    if (!result.ok()) return ErrorAt(start, result.status().message());
+    result->set_metadata(std::move(metadata));
+    *sharding = *std::move(result);
+    return absl::OkStatus();
+  };
+  if (lex_.TryConsumeKeyword("single_device") || lex_.TryConsumeKeyword("maximal_mesh")) {
+    absl::Status status = Expect('[', "to open the single device");
+    if (!status.ok()) return status;
+    if (!lex_.TryConsumeKeyword("device_id")) return Error("expected device_id=");
+    status = Expect('=', "after device_id");
+    if (!status.ok()) return status;
+    int64_t device = 0;
+    status = ParseInt(&device, "a device id");
+    if (!status.ok()) return status;
+    if (device < 0) return Error("a device id is >= 0");
+    status = Expect(']', "to close the single device");
+    if (!status.ok()) return status;
+    return finish(NamedSharding::SingleDevice(device));
+  }
+  Mesh mesh;
+  absl::Status status = ParseMesh(&mesh, /*keyword_read=*/false);
+  if (!status.ok()) return status;
+  status = Expect(',', "after the mesh of a named sharding");
+  if (!status.ok()) return status;
+  // The short forms: replicated, manual, unreduced[=op][{axes}].
+  if (lex_.TryConsumeKeyword("replicated")) return finish(NamedSharding::Replicated(mesh));
+  if (lex_.TryConsumeKeyword("manual")) return finish(NamedSharding::Manual(mesh));
+  if (lex_.TryConsumeKeyword("unreduced")) {
+    std::string op;
+    if (lex_.TryConsume('=')) op = std::string(lex_.ConsumeIdentifier());
+    std::vector<MeshAxisRef> axes;
+    if (lex_.Peek() == '{') {
+      status = ParseAxisRefList(mesh, &axes);
+      if (!status.ok()) return status;
+    }
+    return finish(NamedSharding::Unreduced(mesh, std::move(axes), std::move(op)));
+  }
+  // The general form: [dims] then replicated= / unreduced= / manual= / metadata= in any order.
+  status = Expect('[', "to open a named sharding's dims (or replicated, manual, unreduced)");
+  if (!status.ok()) return status;
+  std::vector<NamedSharding::Dim> dims;
+  if (!lex_.TryConsume(']')) {
+    do {
+      status = Expect('{', "to open a dim's mesh axes");
+      if (!status.ok()) return status;
+      NamedSharding::Dim dim;
+      if (!lex_.TryConsume('}')) {
+        do {
+          if (dim.open) return Error("'?' must be the last item of a dim");
+          if (lex_.TryConsume('?')) {
+            dim.open = true;
+            continue;
+          }
+          MeshAxisRef ref;
+          status = ParseAxisRef(mesh, &ref);
+          if (!status.ok()) return status;
+          dim.axes.push_back(ref);
+        } while (lex_.TryConsume(','));
+        status = Expect('}', "to close a dim's mesh axes");
         if (!status.ok()) return status;
       }
+      dims.push_back(std::move(dim));
+    } while (lex_.TryConsume(','));
+    status = Expect(']', "to close a named sharding's dims");
+    if (!status.ok()) return status;
+  }
+  std::vector<MeshAxisRef> replicated, unreduced, manual;
+  std::string op;
+  while (lex_.TryConsume(',')) {
+    const size_t item = lex_.pos();
+    absl::string_view word = lex_.ConsumeIdentifier();
+    if (!lex_.TryConsume('=')) {
+      return ErrorAt(item, absl::StrCat("expected replicated=, unreduced=, manual= or metadata= "
+                                        "in a named sharding, found '",
+                                        word, "'"));
+    }
+    if (word == "replicated") {
+      status = ParseAxisRefList(mesh, &replicated);
+    } else if (word == "unreduced") {
+      if (lex_.Peek() != '{') op = std::string(lex_.ConsumeIdentifier());
+      status = ParseAxisRefList(mesh, &unreduced);
+    } else if (word == "manual") {
+      status = ParseAxisRefList(mesh, &manual);
+    } else if (word == "metadata") {
+      status = ParseRaw(&metadata);
+    } else {
+      return ErrorAt(item, absl::StrCat("unknown named-sharding item '", word,
+                                        "=' (expected replicated=, unreduced=, manual= or "
+                                        "metadata=)"));
+    }
+    if (!status.ok()) return status;
+  }
+  return finish(NamedSharding::Create(std::move(mesh), std::move(dims), std::move(replicated),
+                                      std::move(unreduced), std::move(manual), std::move(op)));
+}
+
+absl::Status Parser::ParseMeshAxesReplicaGroups(ReplicaGroups* groups) {
+  const size_t start = lex_.pos();
+  if (lex_.TryConsumeKeyword("maximal_mesh") || lex_.TryConsumeKeyword("single_device")) {
+    return ErrorAt(start, "replica groups over a single-device mesh are not supported");
+  }
+  Mesh mesh;
+  absl::Status status = ParseMesh(&mesh, /*keyword_read=*/false);
+  if (!status.ok()) return status;
+  std::vector<MeshAxisRef> refs;
+  status = Expect('{', "to open the replica groups' mesh axes");
+  if (!status.ok()) return status;
+  if (!lex_.TryConsume('}')) {
+    do {
+      MeshAxisRef ref;
+      status = ParseAxisRef(mesh, &ref);
+      if (!status.ok()) return status;
       refs.push_back(ref);
     } while (lex_.TryConsume(','));
     status = Expect('}', "to close the replica groups' mesh axes");
     if (!status.ok()) return status;
   }
-  absl::StatusOr<ReplicaGroups> result = mesh->ReplicaGroupsOver(refs);
+  absl::StatusOr<ReplicaGroups> result = mesh.ReplicaGroupsOver(refs);
   if (!result.ok()) return ErrorAt(start, result.status().message());
   *groups = *std::move(result);
   return absl::OkStatus();
@@ -1449,6 +1618,13 @@ absl::Status Parser::ParseAttribute(HloInstruction* instruction) {
     SharedSharding sharding;
     absl::Status s = ParseSharedSharding(&sharding);
     if (!s.ok()) return s;
+    // A named sharding whose dims XLA printed as `[]` (all empty) gets the value's rank.
+    if (sharding && sharding->has_value() && instruction->shape().IsValid()) {
+      if (std::optional<HloSharding> fitted =
+              FitNamedShardingsToShape(**sharding, instruction->shape())) {
+        sharding = SharedSharding::Make(*std::move(fitted));
+      }
+    }
     // A tuple-shaped instruction with a non-tuple sharding: that sharding on every leaf.
     instruction->set_shared_sharding(std::move(sharding));
     return absl::OkStatus();
@@ -1721,6 +1897,34 @@ absl::Status Parser::ParseOperands(PendingComputation* pending, HloInstruction* 
         }
       }
       HloInstruction* target = pending->computation->FindInstruction(name);
+      if (lex_.PeekRaw() == '#') {
+        // XLA's compact get-tuple-element (jaxlib 0.12's dumps print every non-ROOT one so):
+        // `%t#1` is get-tuple-element(%t), index=1; `%t#0#1` nests. Each becomes an instruction.
+        HloInstruction* tuple = target;
+        bool first = true;
+        while (lex_.PeekRaw() == '#') {
+          lex_.TryConsume('#');
+          int64_t tuple_index = 0;
+          status = ParseInt(&tuple_index, "a tuple index after '#'");
+          if (!status.ok()) return status;
+          auto gte = std::make_unique<HloInstruction>(
+              HloOpcode::kGetTupleElement, FreshName("get-tuple-element"), SharedShape());
+          gte->set_location(LocationOf(offset));
+          gte->mutable_attrs().tuple_index = tuple_index;
+          HloInstruction* gte_raw = pending->computation->AddInstruction(std::move(gte));
+          missing_shapes_.push_back({gte_raw, offset});
+          const size_t gte_unresolved = unresolved_.size();
+          if (first && tuple == nullptr) {
+            unresolved_.push_back({gte_raw, name, offset, 0, UINT32_MAX, -1});
+          }
+          gte_raw->set_operands({tuple});
+          CompleteInstruction(pending, gte_raw, gte_unresolved);
+          tuple = gte_raw;
+          first = false;
+        }
+        pending->out_of_order = true;
+        target = tuple;
+      }
       int32_t written_index = -1;
       if (written) {
         written_index = static_cast<int32_t>(written_shapes_.size());

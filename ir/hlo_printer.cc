@@ -123,10 +123,10 @@ std::string PrintInstruction(const HloInstruction& instruction, const PrintOptio
                         : absl::StrJoin(names, ", "));
   }
   if (instruction.sharding()) {
-    const HloSharding& sharding = *instruction.sharding();
-    Attr(attrs, "sharding",
-         (options.canonical_shardings ? sharding.Canonical() : sharding)
-             .ToString(options.print_metadata));
+    HloSharding sharding = *instruction.sharding();
+    if (!options.named_shardings) sharding = sharding.WithoutNamedForms();
+    if (options.canonical_shardings) sharding = sharding.Canonical();
+    Attr(attrs, "sharding", sharding.ToString(options.print_metadata));
   }
   for (const RawAttribute& raw : instruction.raw_attributes()) {
     if (!options.print_metadata && raw.name == "metadata") continue;

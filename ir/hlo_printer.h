@@ -15,6 +15,9 @@ struct PrintOptions {
   // Shardings with tile assignments held as iota whenever the device array is one (XLA's V2
   // form); otherwise in the form they were written.
   bool canonical_shardings = true;
+  // Named-mesh shardings (XLA's V3, `{mesh['x'=2], [{'x'}]}`) as they were written; false prints
+  // their V2 meaning, which XLAs before V3 (jaxlib 0.10) read.
+  bool named_shardings = true;
 };
 
 std::string PrintModule(const HloModule& module, const PrintOptions& options = {});

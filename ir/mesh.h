@@ -29,6 +29,7 @@ struct MeshAxisRef {
   int64_t axis = 0;
   int64_t pre_size = 1;
   int64_t size = 0;  // 0: the whole axis.
+  bool operator==(const MeshAxisRef&) const = default;
 };
 
 // The most devices an explicit device list (replica groups that no iota expresses) may have:

@@ -14,6 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/named_sharding.h"
 #include "ir/sdy_sharding.h"
 
 namespace spmdcheck {
@@ -360,12 +361,290 @@ class Lowering {
   int64_t rewrites_ = 0;
 };
 
+// jaxlib 0.12's form: shardings are named-mesh (V3) HloShardings, so the meshes travel with
+// them and there is no `xla.sdy.meshes`; a manual computation is
+//   Sharding(global) -> xla.sdy.GlobalToLocalShape {..., manual={'x'}} -> call of the body
+//   {..., manual={'x'}} -> xla.sdy.LocalToGlobalShape {global}
+// with the body's shardings written over the whole mesh without the manual axes, and
+// `xla.sdy.ShardingGroup` custom-calls (shape ()) tie values to one sharding (shard_alike).
+class NamedLowering {
+ public:
+  explicit NamedLowering(HloModule& module) : module_(module) {}
+
+  absl::StatusOr<int64_t> Run() {
+    if (module_.entry() == nullptr) return Invalid("the module has no entry computation");
+    if (absl::Status s = Visit(module_.entry(), {}); !s.ok()) return s;
+    return rewrites_;
+  }
+
+ private:
+  static bool IsTarget(const HloInstruction* i, absl::string_view target) {
+    return i->opcode() == HloOpcode::kCustomCall && i->attrs().custom_call_target == target;
+  }
+
+  // `sharding` (each leaf with a named form) with `axes` added to its manual axes, for a value of
+  // `shape`. Shardings without a named form are kept (nothing to add the axes to).
+  static absl::StatusOr<HloSharding> AddManual(const HloSharding& sharding, const Shape& shape,
+                                               absl::Span<const MeshAxisRef> axes) {
+    if (axes.empty()) return sharding;
+    if (sharding.IsTuple()) {
+      std::vector<HloSharding> elements;
+      for (size_t k = 0; k < sharding.tuple_elements().size(); ++k) {
+        const Shape& leaf = shape.IsTuple() && static_cast<int64_t>(k) < shape.tuple_size()
+                                ? shape.tuple_shapes()[k]
+                                : shape;
+        absl::StatusOr<HloSharding> e = AddManual(sharding.tuple_elements()[k], leaf, axes);
+        if (!e.ok()) return e.status();
+        elements.push_back(*std::move(e));
+      }
+      return HloSharding::Tuple(std::move(elements));
+    }
+    const NamedSharding* named = sharding.named();
+    if (named == nullptr) return sharding;
+    absl::StatusOr<NamedSharding> widened =
+        named->WithManualAxes(axes, shape.IsArray() ? shape.rank() : 0);
+    if (!widened.ok()) return widened.status();
+    absl::StatusOr<HloSharding> out = HloSharding::FromNamed(*widened);
+    if (!out.ok()) return out.status();
+    out->set_metadata(sharding.metadata());
+    return out;
+  }
+
+  // The manual axes a sharding names (its first named leaf's), without `outer`.
+  static std::vector<MeshAxisRef> ManualAxes(const std::optional<HloSharding>& sharding,
+                                             absl::Span<const MeshAxisRef> outer) {
+    if (!sharding.has_value()) return {};
+    const HloSharding* leaf = &*sharding;
+    while (leaf->IsTuple() && !leaf->tuple_elements().empty()) leaf = &leaf->tuple_elements()[0];
+    if (leaf->named() == nullptr) return {};
+    std::vector<MeshAxisRef> axes;
+    for (const MeshAxisRef& ref : leaf->named()->manual()) {
+      if (std::find(outer.begin(), outer.end(), ref) == outer.end()) axes.push_back(ref);
+    }
+    return axes;
+  }
+
+  static std::vector<MeshAxisRef> Union(std::vector<MeshAxisRef> a,
+                                        absl::Span<const MeshAxisRef> b) {
+    for (const MeshAxisRef& ref : b) {
+      if (std::find(a.begin(), a.end(), ref) == a.end()) a.push_back(ref);
+    }
+    return a;
+  }
+
+  HloInstruction* AddCustomCall(HloComputation* computation, const std::string& base,
+                                const std::string& target, HloInstruction* operand,
+                                const Shape& shape, HloSharding sharding) {
+    std::string name = base;
+    for (int i = 1; computation->FindInstruction(name) != nullptr; ++i) {
+      name = absl::StrCat(base, ".", i);
+    }
+    auto instruction = std::make_unique<HloInstruction>(HloOpcode::kCustomCall, name, shape);
+    instruction->AppendOperand(operand);
+    instruction->mutable_attrs().custom_call_target = target;
+    instruction->set_sharding(std::move(sharding));
+    return computation->AddInstruction(std::move(instruction));
+  }
+
+  // Replaces the results of `from` by `values` (one per result): its get-tuple-elements go,
+  // any other use of a tuple-shaped `from` takes a tuple of the values.
+  static void ReplaceResults(HloComputation* computation, HloInstruction* from,
+                             const std::vector<HloInstruction*>& values,
+                             std::set<const HloInstruction*>& dead) {
+    if (!from->shape().IsTuple()) {
+      ReplaceAllUses(computation, from, values[0]);
+      return;
+    }
+    HloInstruction* tuple = nullptr;
+    for (const auto& user : computation->instructions()) {
+      HloInstruction* u = user.get();
+      if (dead.count(u) > 0) continue;
+      for (int64_t k = 0; k < u->operand_count(); ++k) {
+        if (u->operand(k) != from) continue;
+        if (u->opcode() == HloOpcode::kGetTupleElement && u->attrs().tuple_index.has_value() &&
+            *u->attrs().tuple_index < static_cast<int64_t>(values.size())) {
+          ReplaceAllUses(computation, u, values[*u->attrs().tuple_index]);
+          dead.insert(u);
+          break;
+        }
+        if (tuple == nullptr) {
+          auto made = std::make_unique<HloInstruction>(
+              HloOpcode::kTuple, absl::StrCat(from->name(), ".tuple"), from->shape());
+          for (HloInstruction* v : values) made->AppendOperand(v);
+          tuple = computation->AddInstruction(std::move(made));
+        }
+        u->ReplaceOperand(k, tuple);
+      }
+    }
+    if (computation->root() == from) {
+      if (tuple == nullptr) {
+        auto made = std::make_unique<HloInstruction>(
+            HloOpcode::kTuple, absl::StrCat(from->name(), ".tuple"), from->shape());
+        for (HloInstruction* v : values) made->AppendOperand(v);
+        tuple = computation->AddInstruction(std::move(made));
+      }
+      computation->set_root(tuple);
+    }
+  }
+
+  static void ReplaceAllUses(HloComputation* computation, HloInstruction* from,
+                             HloInstruction* to) {
+    for (const auto& user : computation->instructions()) {
+      if (user.get() == to) continue;
+      for (int64_t i = 0; i < user->operand_count(); ++i) {
+        if (user->operand(i) == from) user->ReplaceOperand(i, to);
+      }
+    }
+    if (computation->root() == from) computation->set_root(to);
+  }
+
+  absl::Status Visit(HloComputation* computation, const std::vector<MeshAxisRef>& manual) {
+    std::string key = computation->name();
+    for (const MeshAxisRef& ref : manual) {
+      absl::StrAppend(&key, "|", ref.axis, ":", ref.pre_size, ":", ref.size);
+    }
+    if (!visited_.insert(key).second) return absl::OkStatus();
+    std::vector<HloInstruction*> instructions;
+    for (const auto& i : computation->instructions()) instructions.push_back(i.get());
+    std::set<const HloInstruction*> dead;
+    for (HloInstruction* instruction : instructions) {
+      auto fail = [&](const absl::Status& st) {
+        return Invalid(absl::StrCat(instruction->name(), ": ", st.message()));
+      };
+      const std::string target = instruction->opcode() == HloOpcode::kCustomCall
+                                     ? instruction->attrs().custom_call_target.value_or("")
+                                     : "";
+      // Called computations first: a manual body gains the call's manual axes.
+      for (HloComputation* called : instruction->AllCalledComputations()) {
+        if (called == nullptr) continue;
+        std::vector<MeshAxisRef> axes = manual;
+        if (instruction->opcode() == HloOpcode::kCall &&
+            absl::StartsWith(called->name(), kBodyPrefix)) {
+          axes = Union(manual, ManualAxes(instruction->sharding(), manual));
+        }
+        if (absl::Status st = Visit(called, axes); !st.ok()) return st;
+      }
+      if (target == "xla.sdy.ShardingGroup") {
+        // shard_alike: a hint to propagation with no value (shape ()), nothing to evaluate.
+        if (instruction->shape().IsTuple() && instruction->shape().tuple_size() == 0) {
+          dead.insert(instruction);
+          ++rewrites_;
+          continue;
+        }
+        return fail(Invalid("xla.sdy.ShardingGroup with a result"));
+      }
+      if (target == "xla.sdy.GlobalToLocalShape" || target == "xla.sdy.LocalToGlobalShape") {
+        // Per operand: GlobalToLocalShape -> SPMDFullToShardShape (its operand holds the global
+        // sharding); LocalToGlobalShape -> Sharding(local, manual) + SPMDShardToFullShape.
+        const bool to_local = target == "xla.sdy.GlobalToLocalShape";
+        if (!instruction->sharding().has_value()) return fail(Invalid("has no sharding"));
+        const int64_t count = instruction->operand_count();
+        const bool tuple = instruction->shape().IsTuple();
+        if (tuple ? instruction->shape().tuple_size() != count : count != 1) {
+          return fail(Invalid("the results do not match the operands"));
+        }
+        const HloSharding& all = *instruction->sharding();
+        std::vector<HloInstruction*> moved;
+        for (int64_t i = 0; i < count; ++i) {
+          const HloSharding& element =
+              all.IsTuple() && i < static_cast<int64_t>(all.tuple_elements().size())
+                  ? all.tuple_elements()[i]
+                  : all;
+          const Shape& result_shape =
+              tuple ? instruction->shape().tuple_shapes()[i] : instruction->shape();
+          HloInstruction* operand = instruction->operand(i);
+          if (to_local) {
+            if (!operand->sharding().has_value()) {
+              return fail(Invalid("GlobalToLocalShape's operand has no sharding"));
+            }
+            absl::StatusOr<HloSharding> local = AddManual(element, result_shape, manual);
+            if (!local.ok()) return fail(local.status());
+            moved.push_back(
+                AddCustomCall(computation, absl::StrCat(instruction->name(), ".to_shard"),
+                              "SPMDFullToShardShape", operand, result_shape, *std::move(local)));
+            continue;
+          }
+          // The local value's sharding is the one the body's result has (`{mesh, manual}` or
+          // `{mesh, [...], manual={'x'}}`), from the call (or its tuple element).
+          const HloInstruction* source = operand;
+          int64_t element_index = -1;
+          if (operand->opcode() == HloOpcode::kGetTupleElement) {
+            source = operand->operand(0);
+            element_index = operand->attrs().tuple_index.value_or(-1);
+          }
+          if (!source->sharding().has_value()) {
+            return fail(Invalid("the value it takes has no sharding"));
+          }
+          HloSharding source_sharding = *source->sharding();
+          if (source_sharding.IsTuple()) {
+            if (element_index < 0 ||
+                element_index >= static_cast<int64_t>(source_sharding.tuple_elements().size())) {
+              return fail(Invalid("the value it takes has no sharding of its own"));
+            }
+            source_sharding = source_sharding.tuple_elements()[element_index];
+          }
+          if (ManualAxes(source_sharding, manual).empty() && !source_sharding.IsManual()) {
+            return fail(Invalid("the value it takes is not manual"));
+          }
+          absl::StatusOr<HloSharding> global = AddManual(element, result_shape, manual);
+          absl::StatusOr<HloSharding> local = AddManual(source_sharding, operand->shape(), manual);
+          if (!global.ok()) return fail(global.status());
+          if (!local.ok()) return fail(local.status());
+          HloInstruction* annotated =
+              AddCustomCall(computation, absl::StrCat(operand->name(), ".sharding"), "Sharding",
+                            operand, operand->shape(), *std::move(local));
+          moved.push_back(AddCustomCall(computation, absl::StrCat(instruction->name(), ".to_full"),
+                                        "SPMDShardToFullShape", annotated, result_shape,
+                                        *std::move(global)));
+        }
+        ReplaceResults(computation, instruction, moved, dead);
+        dead.insert(instruction);
+        ++rewrites_;
+        continue;
+      }
+      if (!manual.empty() && instruction->sharding().has_value()) {
+        absl::StatusOr<HloSharding> sharding =
+            AddManual(*instruction->sharding(), instruction->shape(), manual);
+        if (!sharding.ok()) return fail(sharding.status());
+        instruction->set_sharding(*std::move(sharding));
+        ++rewrites_;
+      }
+    }
+    if (!dead.empty()) {
+      computation->RemoveInstructionsIf([&](const HloInstruction* i) { return dead.count(i) > 0; });
+    }
+    return absl::OkStatus();
+  }
+
+  HloModule& module_;
+  absl::flat_hash_set<std::string> visited_;
+  int64_t rewrites_ = 0;
+};
+
+bool HasShardyCustomCalls(const HloModule& module) {
+  for (const auto& computation : module.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      if (instruction->opcode() == HloOpcode::kCustomCall &&
+          absl::StartsWith(instruction->attrs().custom_call_target.value_or(""), "xla.sdy.")) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 bool HasShardyRoundTrip(const HloModule& module) {
-  return FrontendValue(module.raw_header_attributes(), "xla.sdy.meshes").has_value();
+  return FrontendValue(module.raw_header_attributes(), "xla.sdy.meshes").has_value() ||
+         HasShardyCustomCalls(module);
 }
 
-absl::StatusOr<int64_t> LowerShardyRoundTrip(HloModule& module) { return Lowering(module).Run(); }
+absl::StatusOr<int64_t> LowerShardyRoundTrip(HloModule& module) {
+  if (FrontendValue(module.raw_header_attributes(), "xla.sdy.meshes").has_value()) {
+    return Lowering(module).Run();
+  }
+  return NamedLowering(module).Run();
+}
 
 }  // namespace spmdcheck

@@ -13,6 +13,14 @@
 //   * shardings inside manual bodies (and what they call) recomputed from their `xla.sdy.sharding`
 //     with the manual axes as a manual subgroup;
 //   * every `xla.sdy.*` frontend attribute dropped.
+// jaxlib 0.12 writes the same pieces with named-mesh shardings (ir/named_sharding.h) instead:
+// no `xla.sdy.meshes` (each sharding names its mesh), GlobalToLocalShape after a `Sharding` of
+// the global value with its own sharding `{mesh[...], [...], manual={'x'}}`, LocalToGlobalShape
+// with the global sharding, bodies over the whole mesh without the manual axes, and
+// `xla.sdy.ShardingGroup` custom-calls of shape () for shard_alike groups. That form is rewritten
+// the same way: GlobalToLocalShape -> SPMDFullToShardShape; LocalToGlobalShape -> `Sharding`
+// (manual) + SPMDShardToFullShape; the manual axes added to every named sharding in a body;
+// ShardingGroup calls dropped (they carry no value).
 #ifndef SPMDCHECK_IR_SDY_SHARDING_ROUND_TRIP_H_
 #define SPMDCHECK_IR_SDY_SHARDING_ROUND_TRIP_H_
 
@@ -23,7 +31,8 @@
 
 namespace spmdcheck {
 
-// True when the module carries Shardy's round-trip form (`xla.sdy.meshes`).
+// True when the module carries Shardy's round-trip form (`xla.sdy.meshes`, or jaxlib 0.12's
+// `xla.sdy.*` custom-calls).
 bool HasShardyRoundTrip(const HloModule& module);
 
 // Rewrites the module in place; returns the number of instructions rewritten. New instructions

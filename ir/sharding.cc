@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/named_sharding.h"
 
 namespace spmdcheck {
 
@@ -373,8 +374,23 @@ HloSharding HloSharding::Canonical() const {
   return s;
 }
 
+absl::StatusOr<HloSharding> HloSharding::FromNamed(const NamedSharding& named) {
+  absl::StatusOr<HloSharding> s = named.ToHloSharding();
+  if (!s.ok()) return s.status();
+  s->named_ = std::make_shared<const NamedSharding>(named);
+  return s;
+}
+
+HloSharding HloSharding::WithoutNamedForms() const {
+  HloSharding s = *this;
+  s.named_.reset();
+  for (HloSharding& e : s.tuple_elements_) e = e.WithoutNamedForms();
+  return s;
+}
+
 HloSharding HloSharding::Expanded() const {
   HloSharding s = *this;
+  s.named_.reset();
   if (kind_ == Kind::kTiled) s.tiles_ = *TileAssignment::Explicit(tiles_.dims(), tiles_.Devices());
   for (HloSharding& e : s.tuple_elements_) e = e.Expanded();
   return s;
@@ -390,6 +406,9 @@ std::string HloSharding::ToString(bool include_metadata) const {
     }
     out += "}";
     return out;
+  }
+  if (named_ != nullptr) {
+    return absl::StrCat("{", named_->ToString(include_metadata ? metadata_ : ""), "}");
   }
   std::string out = "{";
   switch (kind_) {

@@ -4,6 +4,7 @@
 #define SPMDCHECK_IR_SHARDING_H_
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +17,8 @@
 #include "ir/tile_assignment.h"
 
 namespace spmdcheck {
+
+class NamedSharding;  // ir/named_sharding.h
 
 // Types of trailing subgroup dims (`last_tile_dims={manual, replicated}`). Normalised shardings
 // order them as XLA does: maximal, manual, unreduced, replicated.
@@ -84,6 +87,15 @@ class HloSharding {
   ShardGroupKind shard_group_kind() const { return shard_group_kind_; }
   int64_t shard_group_id() const { return shard_group_id_; }
   void SetShardGroup(ShardGroupKind kind, int64_t id);
+  // The named-mesh form (XLA's V3, `{mesh['x'=2], [{'x'}]}`) the sharding was written in, kept to
+  // print it back; null for the V2 forms and for every sharding spmdcheck computes. The meaning
+  // is always the fields above.
+  const NamedSharding* named() const { return named_.get(); }
+  // The sharding a named form denotes, keeping the form.
+  static absl::StatusOr<HloSharding> FromNamed(const NamedSharding& named);
+  // The same sharding with every named form dropped (tuple elements too): prints as V2, which
+  // every XLA reads.
+  HloSharding WithoutNamedForms() const;
   // Raw `metadata={...}` value text, kept and printed back.
   const std::string& metadata() const { return metadata_; }
   void set_metadata(std::string metadata) { metadata_ = std::move(metadata); }
@@ -110,14 +122,16 @@ class HloSharding {
 
   // The same sharding with every tile assignment held as an iota where possible.
   HloSharding Canonical() const;
-  // The same sharding with every tile assignment held as an explicit device list.
+  // The same sharding with every tile assignment held as an explicit device list (and no named
+  // form).
   HloSharding Expanded() const;
 
-  // XLA text, e.g. `{devices=[2,2]<=[4] last_tile_dim_replicate}`.
+  // XLA text, e.g. `{devices=[2,2]<=[4] last_tile_dim_replicate}`; the named form when there
+  // is one.
   std::string ToString(bool include_metadata = true) const;
 
   // Semantic equality: kinds, device arrays (not their forms), subgroup types, shard groups.
-  // Metadata is ignored.
+  // Metadata and named forms are ignored.
   bool operator==(const HloSharding& other) const;
 
  private:
@@ -130,6 +144,7 @@ class HloSharding {
   ShardGroupKind shard_group_kind_ = ShardGroupKind::kNone;
   int64_t shard_group_id_ = -1;
   std::string metadata_;
+  std::shared_ptr<const NamedSharding> named_;
 };
 
 }  // namespace spmdcheck

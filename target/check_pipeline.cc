@@ -551,7 +551,13 @@ absl::StatusOr<CheckOutcome> CheckPartitioningImpl(const HloModule& global,
   std::unique_ptr<HloModule> shrunk;
   const int64_t shrink_budget =
       std::min(options.max_elements_per_array, options.shrink_elements_per_array);
-  if (options.shrink && LargestArray(*prepared) > shrink_budget) {
+  const bool as_written = partitioner.UsesJaxSource(global);
+  if (options.shrink && as_written && LargestArray(*prepared) > shrink_budget) {
+    outcome.notes.push_back(
+        "not shrunk: the partitioner compiles jax's program as written (its shapes are the "
+        "program's)");
+  }
+  if (options.shrink && !as_written && LargestArray(*prepared) > shrink_budget) {
     // Small arrays keep checks fast; when constraints (constant indices, windows) keep a module
     // from shrinking that far, settle for the oracle's own budget.
     std::string last_error;

@@ -95,6 +95,10 @@ class PartitionerUnderTest {
   // the partitioned executable (XLA's single-device compile). Unimplemented when not available.
   virtual absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
                                                          const std::vector<Literal>& arguments);
+  // Whether the partitioner compiles `global.jax_source()` (the StableHLO jax lowered) rather
+  // than the module itself: then the check must not change the module (no shape shrinking),
+  // since what the partitioner receives would no longer be what is judged.
+  virtual bool UsesJaxSource(const HloModule& /*global*/) const { return false; }
   // Whether output our verifier rejects is the partitioner's fault (a crash). XLA says no: its
   // dumps are XLA's own text, so a rejection more likely is a gap of our parser or verifier.
   virtual bool InvalidOutputIsItsFault() const { return true; }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
+#include "ir/sdy_sharding_round_trip.h"
 
 namespace spmdcheck::target {
 namespace {
@@ -111,14 +112,32 @@ class XlaExecutable : public Executable {
   std::vector<Shape> global_shapes_;
 };
 
+// A dump as a module; Shardy's form (jaxlib 0.12 writes manual computations as `xla.sdy.*`
+// custom-calls in the module XLA received) rewritten as GSPMD's, which the oracle reads.
 absl::StatusOr<std::unique_ptr<HloModule>> ParseDump(const nlohmann::json& modules, const char* key,
                                                      const char* what) {
   const std::string text = StringOr(modules, key);
   if (text.empty()) return absl::NotFoundError(absl::StrCat("XLA wrote no ", what, " dump"));
-  absl::StatusOr<ParsedModule> parsed =
-      ParseHloModule(text, {.path = absl::StrCat("<XLA's ", what, " module>")});
+  const std::string path = absl::StrCat("<XLA's ", what, " module>");
+  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, {.path = path});
   if (!parsed.ok()) return parsed.status();
-  return std::move(parsed->module);
+  if (!HasShardyRoundTrip(*parsed->module)) return std::move(parsed->module);
+  absl::StatusOr<int64_t> lowered = LowerShardyRoundTrip(*parsed->module);
+  if (!lowered.ok()) {
+    return absl::UnimplementedError(
+        absl::StrCat(path, ": Shardy's form: ", lowered.status().message()));
+  }
+  // New instructions were appended: print and parse again for program order.
+  absl::StatusOr<ParsedModule> again = ParseHloModule(
+      PrintModule(*parsed->module), {.path = absl::StrCat(path, " as GSPMD's form")});
+  if (!again.ok()) return again.status();
+  return std::move(again->module);
+}
+
+// Whether jax lowered `text` for Shardy (sdy dialect) rather than GSPMD (mhlo.sharding).
+bool LoweredForShardy(absl::string_view text) {
+  return absl::StrContains(text, "sdy.mesh") || absl::StrContains(text, "#sdy.sharding") ||
+         absl::StrContains(text, "sdy.manual_computation");
 }
 
 }  // namespace
@@ -138,15 +157,29 @@ XlaPartitioner::XlaPartitioner(std::string spec, std::shared_ptr<XlaWorker> work
       worker_(std::move(worker)),
       timeout_seconds_(options.compile_timeout_seconds) {}
 
+bool XlaPartitioner::UsesJaxSource(const HloModule& global) const {
+  return !global.jax_source().empty() && LoweredForShardy(global.jax_source()) == shardy_;
+}
+
+std::string XlaPartitioner::HloTextFor(const HloModule& module) {
+  PrintOptions options;
+  options.named_shardings = worker_->ReadsNamedShardings();
+  return PrintModule(module, options);
+}
+
 absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& global,
                                                           int64_t num_partitions) {
   if (global.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
-  const std::string text = PrintModule(global);
-  nlohmann::json params = {{"hlo", text},
-                           {"num_partitions", num_partitions},
+  const bool jax_route = UsesJaxSource(global);
+  nlohmann::json params = {{"num_partitions", num_partitions},
                            {"partitioner", shardy_ ? "shardy" : "gspmd"},
                            {"dumps", true},
                            {"dump_passes", dump_passes_}};
+  if (jax_route) {
+    params["mlir"] = global.jax_source();
+  } else {
+    params["hlo"] = HloTextFor(global);
+  }
   absl::StatusOr<WorkerAnswer> answer =
       worker_->Call("compile", params, timeout_seconds_, num_partitions);
   if (!answer.ok()) return FromCallError(answer.status());
@@ -159,6 +192,10 @@ absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& globa
   }
   output.report.name = shardy_ ? "shardy" : "xla (GSPMD)";
   output.report.version = worker_->versions();
+  if (jax_route) {
+    output.report.notes.push_back(
+        "compiled from jax's StableHLO with jax.jit's compile options (the route jax takes)");
+  }
   output.report.warnings = answer->log;
   if (!answer->ok()) {
     if (answer->error_kind == "rejected" &&
@@ -275,7 +312,7 @@ absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& globa
 
 absl::StatusOr<std::string> XlaPartitioner::StableHloText(const HloModule& global,
                                                           int64_t num_partitions) {
-  nlohmann::json params = {{"hlo", PrintModule(global)},
+  nlohmann::json params = {{"hlo", HloTextFor(global)},
                            {"num_partitions", num_partitions},
                            {"partitioner", shardy_ ? "shardy" : "gspmd"}};
   absl::StatusOr<WorkerAnswer> answer =
@@ -298,10 +335,12 @@ absl::StatusOr<std::string> XlaPartitioner::StableHloText(const HloModule& globa
 
 absl::StatusOr<std::vector<Literal>> XlaPartitioner::RunGlobal(
     const HloModule& global, const std::vector<Literal>& arguments) {
-  nlohmann::json params = {{"hlo", PrintModule(global)},
-                           {"num_partitions", 1},
-                           {"partitioner", "none"},
-                           {"dumps", false}};
+  nlohmann::json params = {{"num_partitions", 1}, {"partitioner", "none"}, {"dumps", false}};
+  if (UsesJaxSource(global)) {
+    params["mlir"] = global.jax_source();  // The program jax would run on one device.
+  } else {
+    params["hlo"] = HloTextFor(global);
+  }
   absl::StatusOr<WorkerAnswer> answer = worker_->Call("compile", params, timeout_seconds_, 1);
   if (!answer.ok()) return answer.status();
   if (!answer->ok()) {

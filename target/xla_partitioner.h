@@ -1,9 +1,11 @@
 // `xla` (alias `gspmd`) and `shardy`: XLA's own SPMD partitioners in the pinned jaxlib, driven
-// through the worker (target/xla_worker.h). `xla` compiles with GSPMD's sharding propagation
-// then its SPMD partitioner; `shardy` imports the module's shardings into Shardy (see
-// workers/xla/shardy_import.py), runs Shardy's propagation (ShardyXLA), then the same
-// spmd-partitioning pass. A `shardy` run counts only with evidence that Shardy ran (its
-// `after_shardy-xla` dump exists and XLA printed no fallback warning).
+// through the worker (target/xla_worker.h). A module that came from jax (StableHLO, kept as
+// HloModule::jax_source) is compiled from jax's text as jax.jit would compile it; any other
+// module goes as HLO text (named-mesh shardings printed as V2 for jaxlibs before 0.11). `xla`
+// compiles with GSPMD's sharding propagation then its SPMD partitioner; `shardy` imports the
+// module's shardings into Shardy (see workers/xla/shardy_import.py), runs Shardy's propagation
+// (ShardyXLA), then the same spmd-partitioning pass. A `shardy` run counts only with evidence that
+// Shardy ran (its `after_shardy-xla` dump exists and XLA printed no fallback warning).
 #ifndef SPMDCHECK_TARGET_XLA_PARTITIONER_H_
 #define SPMDCHECK_TARGET_XLA_PARTITIONER_H_
 
@@ -26,6 +28,10 @@ class XlaPartitioner : public PartitionerUnderTest {
   absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
                                                  const std::vector<Literal>& arguments) override;
   bool InvalidOutputIsItsFault() const override { return false; }
+  // A module read from jax's StableHLO (HloModule::jax_source) lowered for this partitioner
+  // (sdy for Shardy, mhlo.sharding for GSPMD) is compiled from that text with jax's compile
+  // options (workers/xla/jit_route.py): what jax.jit would send to XLA.
+  bool UsesJaxSource(const HloModule& global) const override;
   // The StableHLO text XLA compiles for `global` (Shardy: with its shardings imported as sdy
   // shardings), for standalone repros.
   absl::StatusOr<std::string> StableHloText(const HloModule& global, int64_t num_partitions);
@@ -36,6 +42,8 @@ class XlaPartitioner : public PartitionerUnderTest {
   std::string versions() const { return worker_->versions(); }
 
  private:
+  // HLO text for the worker: named-mesh shardings kept when its jaxlib reads them.
+  std::string HloTextFor(const HloModule& module);
   std::string spec_;
   bool shardy_;
   std::shared_ptr<XlaWorker> worker_;

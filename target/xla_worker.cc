@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -141,8 +143,34 @@ absl::Status XlaWorker::EnsureStarted(int64_t devices_needed) {
   }
   versions_ =
       absl::StrCat("jax ", ready.value("jax", "?"), ", jaxlib ", ready.value("jaxlib", "?"));
+  jaxlib_ = ready.value("jaxlib", "");
   ++generation_;
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int64_t>> XlaWorker::JaxlibVersion() {
+  if (jaxlib_.empty()) {
+    absl::Status started = EnsureStarted(1);
+    if (!started.ok()) return started;
+  }
+  std::vector<int64_t> parts;
+  for (absl::string_view piece : absl::StrSplit(jaxlib_, '.')) {
+    int64_t value = 0;
+    if (!absl::SimpleAtoi(piece, &value)) break;  // "0.12.0.dev2026..." stops at "dev".
+    parts.push_back(value);
+  }
+  if (parts.empty()) {
+    return absl::DataLossError(absl::StrCat("unreadable jaxlib version '", jaxlib_, "'"));
+  }
+  return parts;
+}
+
+bool XlaWorker::ReadsNamedShardings() {
+  absl::StatusOr<std::vector<int64_t>> version = JaxlibVersion();
+  if (!version.ok()) return false;
+  const std::vector<int64_t> since = {0, 11};
+  return !std::lexicographical_compare(version->begin(), version->end(), since.begin(),
+                                       since.end());
 }
 
 std::string XlaWorker::RequestLogTail(int64_t id) const {

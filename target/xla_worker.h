@@ -62,6 +62,12 @@ class XlaWorker {
 
   // "jax 0.10.2, jaxlib 0.10.2" once started (empty before).
   const std::string& versions() const { return versions_; }
+  // The worker's jaxlib version as numbers ({0, 12, 0, 1}), starting the worker if needed;
+  // Unavailable when it cannot start.
+  absl::StatusOr<std::vector<int64_t>> JaxlibVersion();
+  // Whether the worker's jaxlib reads XLA's named-mesh shardings (HloSharding V3) in HLO text:
+  // jaxlib 0.11 and later. False when the worker cannot start.
+  bool ReadsNamedShardings();
   // Increments on every (re)start; executables of an earlier generation are gone.
   int64_t generation() const { return generation_; }
   int64_t restarts() const { return restarts_; }
@@ -93,6 +99,7 @@ class XlaWorker {
   int64_t generation_ = 0;
   int64_t restarts_ = 0;
   std::string versions_;
+  std::string jaxlib_;
   std::string unavailable_reason_;
 };
 

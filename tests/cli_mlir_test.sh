@@ -43,7 +43,11 @@ expect 0 "ok: module jit_shard_map_psum" -- "$bin" parse "$data/shard_map.sdy.ml
 expect 0 "SPMDFullToShardShape" -- "$bin" fmt "$data/shard_map.sdy.mlir"
 expect 0 "verdict: holds (global vs partitioned, 8 devices" -- "$bin" check "$data/matmul.sdy.mlir"
 expect 0 "verdict: holds (global vs partitioned, 8 devices" -- "$bin" check "$data/matmul.gspmd.mlir"
-expect 0 "verdict: holds (global vs partitioned, 8 devices" -- "$bin" check "$data/shard_map.sdy.mlir" --partitioner xla --no-execute
+# shard_map under Shardy, compiled as jax.jit does (the module lowered for Shardy), and under
+# GSPMD (the module lowered for GSPMD).
+expect 0 "verdict: holds (global vs partitioned, 8 devices" -- "$bin" check "$data/shard_map.sdy.mlir" --partitioner shardy
+expect 0 "compiled from jax's StableHLO with jax.jit's compile options" -- "$bin" check "$data/shard_map.sdy.mlir" --partitioner shardy
+expect 0 "verdict: holds (global vs partitioned, 8 devices" -- "$bin" check "$data/shard_map.gspmd.mlir" --partitioner xla
 expect 0 "sharding={devices=[2,4]<=[8]}" -- "$bin" partition "$data/matmul.sdy.mlir"
 "$bin" partition "$data/matmul.sdy.mlir" -o "$tmp/part.hlo" >/dev/null 2>&1
 expect 0 "verdict: holds" -- "$bin" equiv "$data/matmul.sdy.mlir" "$tmp/part.hlo"
@@ -52,7 +56,7 @@ expect 0 "device 7:" -- "$bin" run "$data/matmul.gspmd.mlir"
 printf 'module @m {\n  func.func @main(%%a: tensor<4xf32>) -> tensor<4xf32> {\n    %%0 = stablehlo.bogus %%a : tensor<4xf32>\n    return %%0 : tensor<4xf32>\n  }\n}\n' > "$tmp/bad.mlir"
 expect 2 "$tmp/bad.mlir:3:" -- "$bin" check "$tmp/bad.mlir"
 # Without jax: exit 2 and what is needed.
-expect 2 "reading it needs jax (jaxlib 0.10.2" -- env SPMDCHECK_XLA_PYTHON=/nonexistent/python "$bin" check "$data/matmul.sdy.mlir"
+expect 2 "reading it needs jax (the pinned jaxlib" -- env SPMDCHECK_XLA_PYTHON=/nonexistent/python "$bin" check "$data/matmul.sdy.mlir"
 expect 2 "reading it needs jax" -- env SPMDCHECK_XLA_PYTHON=/nonexistent/python "$bin" parse "$data/matmul.sdy.mlir"
 
 echo "cli mlir test: $pass passed, $failures failed"

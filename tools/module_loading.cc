@@ -30,7 +30,7 @@ absl::StatusOr<std::string> MlirToHlo(const std::string& text, const std::string
       return absl::FailedPreconditionError(absl::StrCat(
           path,
           ": this is StableHLO/MLIR text (as jax's .lower(...).as_text() prints it); reading it "
-          "needs jax (jaxlib 0.10.2, workers/xla/requirements.txt) in the project's virtual "
+          "needs jax (the pinned jaxlib of workers/xla/requirements.txt) in the project's virtual "
           "environment .venv (./scripts/run-tests makes it) or in SPMDCHECK_XLA_VENV / "
           "SPMDCHECK_XLA_PYTHON, which is not available: ",
           answer.status().message(),
@@ -125,6 +125,8 @@ absl::StatusOr<std::unique_ptr<HloModule>> LoadVerifiedModule(const std::string&
     }
   }
   if (!errors.empty()) return absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));
+  // XLA's partitioners compile what jax lowered, as jax.jit does; the HLO is for the rest.
+  if (mlir) parsed->module->set_jax_source(*std::move(raw));
   return std::move(parsed->module);
 }
 

@@ -128,7 +128,7 @@ def _findings(done, mesh):
 
 
 def check(f, *args, mesh=None, in_shardings=None, out_shardings=None,
-          partitioner: Union[str, Sequence[str]] = "gspmd", trials: int = 2, seed: int = 1,
+          partitioner: Union[str, Sequence[str]] = "shardy", trials: int = 2, seed: int = 1,
           lint: bool = True, execute: bool = True, html: Optional[str] = None,
           workdir: Optional[str] = None, timeout: Optional[float] = None,
           static_argnums: Sequence[int] = (), inject_bug: Optional[str] = None,
@@ -136,38 +136,53 @@ def check(f, *args, mesh=None, in_shardings=None, out_shardings=None,
   """Checks XLA's SPMD partitioning of `f` on arguments shaped like `args`.
 
   `in_shardings` / `out_shardings` are PartitionSpecs over `mesh` (or NamedShardings), as for
-  jax.jit. `partitioner`: "gspmd" (XLA's GSPMD), "shardy", "both", or "reference" (ours).
+  jax.jit. `partitioner`: "shardy" (the default, as jax compiles), "gspmd" (XLA's GSPMD),
+  "both", or "reference" (ours). Each XLA partitioner compiles what jax lowers for it (Shardy:
+  the sdy dialect; GSPMD: jax_use_shardy_partitioner=False) with jax.jit's compile options.
   Returns a Report (`.holds`, `.first_wrong_device`, `.first_divergence`, `.cost`,
   `.findings`); raises SpmdcheckError with the binary's message when it refuses the module.
   `inject_bug` switches on one of the reference partitioner's injected bugs (to see a failure).
   """
-  spec = partitioner_spec(partitioner)
-  hlo, devices = lower(f, *args, mesh=mesh, in_shardings=in_shardings,
-                       out_shardings=out_shardings, static_argnums=static_argnums, **kwargs)
+  specs = partitioner_spec(partitioner).split(",")
   workdir = workdir or tempfile.mkdtemp(prefix="spmdcheck-")
   os.makedirs(workdir, exist_ok=True)
-  name = getattr(f, "__name__", "f")
-  hlo_path = os.path.join(workdir, f"{re.sub(r'[^A-Za-z0-9_]', '_', name)}.hlo")
-  with open(hlo_path, "w") as out:
-    out.write(hlo)
+  name = re.sub(r"[^A-Za-z0-9_]", "_", getattr(f, "__name__", "f"))
   dump = os.path.join(workdir, "dump")
-  command = ["check", hlo_path, "--partitioner", spec, "--format", "json", "--trials",
-             str(trials), "--seed", str(seed), "--dump", dump, "--num-partitions", str(devices)]
-  if not execute:
-    command.append("--no-execute")
-  if inject_bug:
-    command += ["--inject-bug", inject_bug]
-  if html:
-    command += ["--html", html]
-  done = _binary.run(command, timeout=timeout)
-  try:
-    results = json.loads(done.stdout)["results"]
-  except (ValueError, KeyError) as e:
-    raise _binary.SpmdcheckError(
-        f"spmdcheck check printed no JSON ({e}): {done.stderr.strip() or done.stdout[:500]}",
-        done.command, done.exit_code) from None
-  report = Report(results=[PartitionerResult.from_json(r) for r in results], hlo_path=hlo_path,
-                  workdir=workdir, html_path=html)
+  # One lowering per mode: GSPMD's for `xla`, Shardy's (jax's default) for the rest.
+  groups = [(False, [s for s in specs if s == "xla"]),
+            (True, [s for s in specs if s != "xla"])]
+  results = []
+  first_path = None
+  for shardy, group in groups:
+    if not group:
+      continue
+    text, devices = lower(f, *args, mesh=mesh, in_shardings=in_shardings,
+                          out_shardings=out_shardings, static_argnums=static_argnums,
+                          shardy=shardy, **kwargs)
+    path = os.path.join(workdir, f"{name}.{'sdy' if shardy else 'gspmd'}.mlir")
+    with open(path, "w") as out:
+      out.write(text)
+    first_path = first_path or path
+    command = ["check", path, "--partitioner", ",".join(group), "--format", "json", "--trials",
+               str(trials), "--seed", str(seed), "--dump", dump, "--num-partitions",
+               str(devices)]
+    if not execute:
+      command.append("--no-execute")
+    if inject_bug:
+      command += ["--inject-bug", inject_bug]
+    if html:
+      command += ["--html", html]
+    done = _binary.run(command, timeout=timeout)
+    try:
+      results += json.loads(done.stdout)["results"]
+    except (ValueError, KeyError) as e:
+      raise _binary.SpmdcheckError(
+          f"spmdcheck check printed no JSON ({e}): {done.stderr.strip() or done.stdout[:500]}",
+          done.command, done.exit_code) from None
+  order = {spec: i for i, spec in enumerate(specs)}
+  results.sort(key=lambda r: order.get(r.get("partitioner", ""), len(order)))
+  report = Report(results=[PartitionerResult.from_json(r) for r in results],
+                  hlo_path=first_path, workdir=workdir, html_path=html)
   if lint:
     for r in report.results:
       partitioned = os.path.join(dump, f"{_safe(r.partitioner)}.partitioned.hlo")

@@ -3,7 +3,6 @@ them."""
 
 from __future__ import annotations
 
-import re
 from typing import Any, Sequence, Tuple
 
 
@@ -45,25 +44,23 @@ def _abstract(value):
   return value  # Python scalars and pytrees of them: jax decides.
 
 
-_HEADER = re.compile(r"^(HloModule\s+[^\s,]+)")
-
-
 def lower(f, *args, mesh=None, in_shardings=None, out_shardings=None, static_argnums=(),
-          **kwargs) -> Tuple[str, int]:
-  """Lowers `f` on the shapes of `args` with the given shardings; returns (HLO text, number of
-  devices). The text is what `jax.jit(f).lower(...).compiler_ir('hlo')` prints (with Shardy's
-  round-trip attributes, which spmdcheck reads) plus the partition count in the header."""
+          shardy: bool = True, **kwargs) -> Tuple[str, int]:
+  """Lowers `f` on the shapes of `args` with the given shardings, as jax.jit does for Shardy
+  (`shardy=True`, jax's default) or for GSPMD; returns (the StableHLO text
+  `jax.jit(f).lower(...).as_text(debug_info=True)` prints, number of devices). spmdcheck
+  compiles that text the way jax.jit does (the same module, the same compile options)."""
   import jax
+  from jax._src import config
   jitted = jax.jit(f, in_shardings=_named(mesh, in_shardings),
                    out_shardings=_named(mesh, out_shardings), static_argnums=static_argnums)
   abstract = [a if i in _as_tuple(static_argnums) else jax.tree_util.tree_map(_abstract, a)
               for i, a in enumerate(args)]
-  lowered = jitted.lower(*abstract, **kwargs)
-  hlo = lowered.compiler_ir("hlo").as_hlo_text()
+  with config.use_shardy_partitioner(shardy):
+    lowered = jitted.lower(*abstract, **kwargs)
+    text = lowered.as_text(debug_info=True)
   devices = int(mesh.devices.size) if mesh is not None else _devices_of(in_shardings)
-  if "num_partitions=" not in hlo.split("\n", 1)[0]:
-    hlo = _HEADER.sub(lambda m: f"{m.group(1)}, num_partitions={devices}", hlo, count=1)
-  return hlo, devices
+  return text, devices
 
 
 def _as_tuple(x) -> Sequence[int]:

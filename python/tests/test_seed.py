@@ -36,7 +36,9 @@ def seed(x):
 x = jax.ShapeDtypeStruct((3, 4, 2, 16, 4), jnp.bfloat16)
 r = spmdcheck.check(seed, x, mesh=mesh, in_shardings=P(None, "pipeline", "data", "model", None),
                     out_shardings=P("data", None, None), partitioner="gspmd")
-print(json.dumps({"holds": r.holds, "text": str(r), "hlo": open(r.hlo_path).read(),
+# The module as HLO (the binary reads jax's StableHLO through jaxlib).
+hlo = spmdcheck._binary.run(["fmt", r.hlo_path]).stdout
+print(json.dumps({"holds": r.holds, "text": str(r), "hlo": hlo,
                   "cost": r.cost.__dict__, "findings": [f.status for f in r.findings]}))
 '''
 

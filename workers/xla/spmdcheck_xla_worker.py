@@ -34,6 +34,9 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import jit_route  # noqa: E402  (next to this file)
+
 PROTOCOL_VERSION = 1
 
 # HLO primitive type names <-> numpy dtypes (names of ml_dtypes for the narrow types).
@@ -142,10 +145,16 @@ class Worker:
 
   def compile(self, params: Dict[str, Any]) -> Dict[str, Any]:
     hlo = params.get("hlo")
+    mlir_text = params.get("mlir")
     num_partitions = params.get("num_partitions")
     partitioner = params.get("partitioner", "gspmd")
-    if not isinstance(hlo, str) or not isinstance(num_partitions, int) or num_partitions < 1:
-      raise RequestError("protocol", "compile needs 'hlo' (text) and 'num_partitions' >= 1")
+    if mlir_text is not None and hlo is not None:
+      raise RequestError("protocol", "compile takes 'hlo' or 'mlir', not both")
+    if mlir_text is not None and not isinstance(num_partitions, int):
+      num_partitions = jit_route.num_partitions_of(mlir_text) if isinstance(mlir_text, str) else None
+    if (not isinstance(hlo, str) and not isinstance(mlir_text, str)) or \
+        not isinstance(num_partitions, int) or num_partitions < 1:
+      raise RequestError("protocol", "compile needs 'hlo' or 'mlir' (text) and 'num_partitions' >= 1")
     if partitioner not in ("gspmd", "shardy", "none"):
       raise RequestError("protocol", f"unknown partitioner {partitioner!r}")
     if partitioner == "none" and num_partitions != 1:
@@ -154,35 +163,56 @@ class Worker:
       raise RequestError(
           "protocol", f"{num_partitions} partitions but the worker has {len(self.devices)} "
           "devices (restart it with --devices)")
-    bytecode = self.to_stablehlo(hlo)
     result: Dict[str, Any] = {"partitioner": partitioner}
-    with self.mlir.make_ir_context():
-      try:
-        module = self.mlir.ir.Module.parse(bytecode)
-      except Exception as e:  # StableHLO's verifier refuses what XLA's HLO parser let through
-        raise RequestError("rejected", f"StableHLO verifier: {e}") from None
-      if partitioner == "shardy" and params.get("import_shardings", True):
-        from shardy_import import Unsupported, import_shardings
+    if mlir_text is not None:
+      # The route jax.jit takes: the text as lowered, jax's compile options (jit_route.py).
+      result["route"] = "jit"
+      with self.mlir.make_ir_context():
         try:
-          result["shardy_import"] = import_shardings(module, self.mlir.ir, num_partitions,
-                                                      self.xc)
-        except Unsupported as e:
-          raise RequestError("unsupported", f"Shardy import: {e}") from None
-      # Bytecode keeps the locations, so XLA's metadata names the HLO instructions.
-      mlir_module = self.mlir.module_to_bytecode(module)
-      if params.get("return_mlir", False):
-        # What XLA compiles, as text (for repros that need nothing but jaxlib).
-        result["mlir"] = module.operation.get_asm(enable_debug_info=False)
-    options = self.xc.CompileOptions()
-    options.num_replicas = 1
-    options.num_partitions = num_partitions
-    build = options.executable_build_options
-    build.use_spmd_partitioning = partitioner != "none"
-    build.use_shardy_partitioner = partitioner == "shardy"
-    options.device_assignment = self.xc.DeviceAssignment.create(
-        self.np.arange(num_partitions).reshape(1, num_partitions))
+          mlir_module = jit_route.parse(self, mlir_text)
+          options = jit_route.compile_options(self, mlir_module, num_partitions, partitioner)
+        except jit_route.JitRouteError as e:
+          raise RequestError(e.kind, e.message) from None
+        if partitioner == "shardy" and not jit_route.uses_shardy(mlir_text):
+          raise RequestError("unsupported", "a Shardy compile of a module lowered for GSPMD "
+                             "(mhlo.sharding, no sdy.mesh): jax lowers for Shardy itself")
+        if partitioner == "gspmd" and jit_route.uses_shardy(mlir_text):
+          raise RequestError("unsupported", "a GSPMD compile of a module lowered for Shardy "
+                             "(sdy.mesh): lower it with jax_use_shardy_partitioner=False")
+        mlir_module = self.mlir.module_to_bytecode(mlir_module)
+      build = options.executable_build_options
+      fast_default = False
+    else:
+      result["route"] = "hlo"
+      bytecode = self.to_stablehlo(hlo)
+      with self.mlir.make_ir_context():
+        try:
+          module = self.mlir.ir.Module.parse(bytecode)
+        except Exception as e:  # StableHLO's verifier refuses what XLA's HLO parser let through
+          raise RequestError("rejected", f"StableHLO verifier: {e}") from None
+        if partitioner == "shardy" and params.get("import_shardings", True):
+          from shardy_import import Unsupported, import_shardings
+          try:
+            result["shardy_import"] = import_shardings(module, self.mlir.ir, num_partitions,
+                                                        self.xc)
+          except Unsupported as e:
+            raise RequestError("unsupported", f"Shardy import: {e}") from None
+        # Bytecode keeps the locations, so XLA's metadata names the HLO instructions.
+        mlir_module = self.mlir.module_to_bytecode(module)
+        if params.get("return_mlir", False):
+          # What XLA compiles, as text (for repros that need nothing but jaxlib).
+          result["mlir"] = module.operation.get_asm(enable_debug_info=False)
+      options = self.xc.CompileOptions()
+      options.num_replicas = 1
+      options.num_partitions = num_partitions
+      build = options.executable_build_options
+      build.use_spmd_partitioning = partitioner != "none"
+      build.use_shardy_partitioner = partitioner == "shardy"
+      options.device_assignment = self.xc.DeviceAssignment.create(
+          self.np.arange(num_partitions).reshape(1, num_partitions))
+      fast_default = True
     debug = build.debug_options
-    if params.get("fast", True):
+    if params.get("fast", fast_default):
       debug.xla_backend_optimization_level = 0
       debug.xla_llvm_disable_expensive_passes = True
     dump_dir = None

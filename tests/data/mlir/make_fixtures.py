@@ -1,4 +1,4 @@
-"""Writes the MLIR fixtures of this folder with the pinned jax (0.10.2): what
+"""Writes the MLIR fixtures of this folder with the pinned jax: what
 `jax.jit(f).lower(...).as_text()` prints for three small programs on a 2x4 mesh, with Shardy (the
 default: sdy.mesh / sdy.sharding / sdy.manual_computation) and without (mhlo.sharding).
 Usage: .venv/bin/python tests/data/mlir/make_fixtures.py (from the repository root)."""

@@ -15,10 +15,11 @@ module @jit_shard_map_psum attributes {mhlo.num_partitions = 8 : i32, mhlo.num_r
     %2 = stablehlo.custom_call @Sharding(%1) {backend_config = "", mhlo.sharding = "{devices=[2,1,4]<=[8] last_tile_dims={manual}}"} : (tensor<8x8xf32>) -> tensor<8x8xf32>
     %3 = "stablehlo.all_reduce"(%2) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, replica_groups = dense<[[0, 1, 2, 3], [4, 5, 6, 7]]> : tensor<2x4xi64>, use_global_device_ids}> ({
     ^bb0(%arg2: tensor<f32>, %arg3: tensor<f32>):
-      %4 = stablehlo.add %arg2, %arg3 : tensor<f32>
-      %5 = stablehlo.custom_call @Sharding(%4) {backend_config = "", mhlo.sharding = "{devices=[4,2]<=[2,4]T(1,0) last_tile_dims={manual, replicated}}"} : (tensor<f32>) -> tensor<f32>
-      stablehlo.return %5 : tensor<f32>
+      %5 = stablehlo.add %arg2, %arg3 : tensor<f32>
+      %6 = stablehlo.custom_call @Sharding(%5) {backend_config = "", mhlo.sharding = "{devices=[4,2]<=[2,4]T(1,0) last_tile_dims={manual, replicated}}"} : (tensor<f32>) -> tensor<f32>
+      stablehlo.return %6 : tensor<f32>
     }) : (tensor<8x8xf32>) -> tensor<8x8xf32>
-    return %3 : tensor<8x8xf32>
+    %4 = stablehlo.custom_call @Sharding(%3) {backend_config = "unspecified_dims=[0,1]", mhlo.sharding = "{devices=[1,1,4,2]<=[2,4]T(1,0) last_tile_dims={manual, replicated}}"} : (tensor<8x8xf32>) -> tensor<8x8xf32>
+    return %4 : tensor<8x8xf32>
   }
 }
