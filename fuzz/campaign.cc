@@ -332,7 +332,7 @@ class Campaign {
   struct Job {
     std::vector<std::unique_ptr<PartitionerUnderTest>> partitioners;
     // Other jaxlibs' partitioners, made on first use: python + spec -> partitioner.
-    std::map<std::string, std::unique_ptr<PartitionerUnderTest>> others;
+    std::unique_ptr<target::VersionMatrix> matrix;  // Other jaxlibs, made at the first finding.
   };
 
   std::string CampaignCommand() const {
@@ -408,43 +408,11 @@ std::vector<VersionCheck> Campaign::OtherVersions(Job& job, const std::string& s
                                                   const HloModule& module,
                                                   const std::string& signature,
                                                   const CheckOptions& check) {
-  std::vector<VersionCheck> out;
-  if (spec != "xla" && spec != "gspmd" && spec != "shardy") return out;
-  for (const std::string& python : options_.other_xla_pythons) {
-    VersionCheck v;
-    v.venv = python;
-    std::unique_ptr<PartitionerUnderTest>& other = job.others[python + "\n" + spec];
-    if (other == nullptr) {
-      target::TargetOptions t = options_.target;
-      t.python = python;
-      absl::StatusOr<std::unique_ptr<PartitionerUnderTest>> made = target::MakePartitioner(spec, t);
-      if (!made.ok()) {
-        v.verdict = absl::StrCat("unknown: ", made.status().message());
-        out.push_back(v);
-        continue;
-      }
-      other = *std::move(made);
-    }
-    absl::StatusOr<CheckOutcome> o = CheckPartitioning(module, *other, check);
-    if (auto* xla = dynamic_cast<target::XlaPartitioner*>(other.get()))
-      v.versions = xla->versions();
-    if (!o.ok()) {
-      v.verdict = absl::StrCat("unknown: ", o.status().message());
-    } else {
-      const FailureSignature s = target::SignatureOf(spec, *o, module);
-      if (s.text == signature) {
-        v.verdict = "reproduces";
-      } else if (o->status == CheckStatus::kHolds) {
-        v.verdict = "does not reproduce (holds)";
-      } else if (!s.text.empty()) {
-        v.verdict = absl::StrCat("fails differently: ", s.text);
-      } else {
-        v.verdict = absl::StrCat("unknown: ", FirstLine(o->message));
-      }
-    }
-    out.push_back(v);
+  if (job.matrix == nullptr) {
+    job.matrix =
+        std::make_unique<target::VersionMatrix>(options_.other_xla_pythons, options_.target);
   }
-  return out;
+  return job.matrix->Try(spec, module, signature, check);
 }
 
 void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot,

@@ -19,6 +19,7 @@
 #include "ir/hlo_module.h"
 #include "ir/literal.h"
 #include "nlohmann/json.hpp"
+#include "target/version_matrix.h"
 
 namespace spmdcheck::fuzz {
 
@@ -38,11 +39,7 @@ absl::StatusOr<std::vector<KnownFinding>> LoadKnownFindings(const std::string& p
 const KnownFinding* FindKnown(const std::vector<KnownFinding>& known, const std::string& signature);
 
 // Whether a finding also shows under another jaxlib (another virtual environment).
-struct VersionCheck {
-  std::string venv;
-  std::string versions;  // "jax 0.9.2, jaxlib 0.9.2" once known.
-  std::string verdict;   // "reproduces", "does not reproduce", "unknown: <why>".
-};
+using target::VersionCheck;  // target/version_matrix.h
 
 struct FindingRecord {
   std::string signature;

@@ -72,36 +72,66 @@ if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import jax" 2>/dev/null; 
   expect 0 "_spmd" -- "$bin" partition "$matmul" --partitioner xla
   expect 0 "dumped: $tmp/dump/xla.partitioned.hlo" -- "$bin" check "$matmul" --partitioner xla --dump "$tmp/dump"
   expect 0 "" -- "$bin" parse "$tmp/dump/xla.partitioned.hlo"
-  # XLA miscompiles found earlier: still confirmed by XLA while their jax version is pinned.
+  # XLA findings found earlier (corpus/xla-findings), replayed by their status in known.json on
+  # the jax under test ("versions", or "versions_by_partitioner" where a finding's partitioners
+  # differ): one that "reproduces" must still fail with one of its signatures (a miscompile
+  # confirmed by XLA's own execution; a crash or a rejection of a valid module is XLA's by
+  # construction); one that is "fixed" must not fail (exit 0, or 3 where XLA cannot judge it).
+  # So a fix or a regression in a new jaxlib shows here as a change of the version matrix. The
+  # jax under test is the pinned one (workers/xla/requirements.txt) unless SPMDCHECK_XLA_VENV
+  # points at another (.venv-jax0.10.2: the matrix's older column).
   pinned="$(sed -n 's/^jax==//p' "$src/workers/xla/requirements.txt")"
+  tested="$("$venv/bin/python" -c 'import jax; print(jax.__version__)' 2>/dev/null)"
+  if [ "$tested" != "$pinned" ]; then
+    echo "note: $venv has jax $tested, jax $pinned is pinned: findings replayed by their status on jax $tested"
+  fi
   for finding in "$src"/corpus/xla-findings/*/; do
     [ -f "$finding/module.hlo" ] || continue
-    if [ "$(cat "$finding/jax_version")" = "$pinned" ]; then
-      # Each partitioner's signature from known.json: a miscompile must be confirmed by XLA's
-      # own execution; a crash or a rejection of a valid module is XLA's by construction.
-      name="$(basename "$finding")"
-      for p in $(cat "$finding/partitioners"); do
-        signature="$(python3 -c 'import json, sys
+    name="$(basename "$finding")"
+    for p in $(cat "$finding/partitioners"); do
+      # "STATUS SIGNATURE..." of this finding and partitioner on jax $tested (known.json).
+      read -r status signatures <<<"$(python3 -c 'import json, sys
 k = json.load(open(sys.argv[1]))
-f = [f for f in k["findings"] if f["name"] == sys.argv[2]]
-print(next((s for s in (f[0]["signatures"] if f else []) if s.startswith(sys.argv[3] + ".")), "missing-from-known.json"))' \
-          "$src/corpus/xla-findings/known.json" "$name" "$p")"
-        out="$("$bin" check "$finding/module.hlo" --partitioner "$p" 2>&1)"
-        got=$?
-        if [ "$got" -ne 1 ] || [[ "$out" != *"signature: $signature"* ]] ||
-          { [[ "$signature" == *.miscompile.* ]] &&
-            [[ "$out" != *"verdict: fails (confirmed by XLA's own execution)"* ]]; }; then
-          echo "FAIL: check $finding/module.hlo --partitioner $p -> exit $got (want 1), want" \
-            "signature $signature (a miscompile confirmed by XLA's own execution):"
-          echo "$out" | head -30
+f = next((f for f in k["findings"] if f["name"] == sys.argv[2]), {})
+versions = {**f.get("versions", {}), **f.get("versions_by_partitioner", {}).get(sys.argv[3], {})}
+print(versions.get(sys.argv[4], "unrecorded"),
+      *[s for s in f.get("signatures", []) if s.startswith(sys.argv[3] + ".")])' \
+        "$src/corpus/xla-findings/known.json" "$name" "$p" "$tested")"
+      if [ "$status" != reproduces ] && [ "$status" != fixed ]; then
+        if [ "$tested" = "$pinned" ]; then
+          echo "FAIL: $name ($p) has no status for the pinned jax $pinned in" \
+            "corpus/xla-findings/known.json: measure it (corpus/xla-findings/README.md) and record it"
           failures=$((failures + 1))
         else
-          pass=$((pass + 1))
+          echo "note: $name ($p) has no status for jax $tested in known.json: not replayed"
         fi
-      done
-    else
-      echo "note: $(basename "$finding") was found with jax $(cat "$finding/jax_version"), jax $pinned is pinned: not replayed"
-    fi
+        continue
+      fi
+      out="$("$bin" check "$finding/module.hlo" --partitioner "$p" 2>&1)"
+      got=$?
+      ok=0
+      if [ "$status" = reproduces ]; then
+        for signature in $signatures; do
+          if [ "$got" -eq 1 ] && grep -qxF "signature: $signature" <<<"$out" &&
+            { [[ "$signature" != *.miscompile.* ]] ||
+              [[ "$out" == *"verdict: fails (confirmed by XLA's own execution)"* ]]; }; then
+            ok=1
+          fi
+        done
+        want="exit 1 with a signature of $signatures (a miscompile confirmed by XLA's own execution)"
+      else
+        if [ "$got" -eq 0 ] || [ "$got" -eq 3 ]; then ok=1; fi
+        want="exit 0 or 3 (known.json: fixed on jax $tested; if it fails again, record it as reproduces)"
+      fi
+      if [ "$ok" -eq 1 ]; then
+        pass=$((pass + 1))
+      else
+        echo "FAIL: check $finding/module.hlo --partitioner $p on jax $tested (known.json:" \
+          "$status) -> exit $got, want $want:"
+        echo "$out" | head -30
+        failures=$((failures + 1))
+      fi
+    done
   done
 else
   if [ "${CI:-}" = "true" ]; then

@@ -21,6 +21,7 @@
 #include "target/pass_bisection.h"
 #include "target/reference_partitioner.h"
 #include "target/signature.h"
+#include "target/version_matrix.h"
 #include "target/xla_partitioner.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
@@ -373,6 +374,7 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
   const int64_t effective_partitions = *partitions > 0 ? *partitions : (*module)->num_partitions();
   int worst = kExitHolds;
   bool any_xla = false;
+  target::VersionMatrix matrix(choice->other_xla_pythons, choice->options);
   for (const auto& partitioner : *partitioners) {
     if (partitioners->size() > 1) out << "== " << partitioner->spec() << "\n";
     absl::StatusOr<target::CheckOutcome> outcome =
@@ -387,10 +389,29 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
     if (!options.shrink) absl::StrAppend(&reproduce, " --no-shrink");
     if (!options.widen_narrow_floats) absl::StrAppend(&reproduce, " --no-widen");
     if (!options.execute) absl::StrAppend(&reproduce, " --no-execute");
-    const int code = Report(**module, *outcome, reproduce, out, err);
+    int code = Report(**module, *outcome, reproduce, out, err);
+    // A finding of XLA's is tried on the other jaxlibs of the version matrix too.
+    std::vector<target::VersionCheck> versions;
+    const target::FailureSignature signature =
+        target::SignatureOf(partitioner->spec(), *outcome, **module);
+    if (code == kExitFails && signature.claim && !matrix.empty()) {
+      versions = matrix.Try(partitioner->spec(), **module, signature.text, options);
+      for (const target::VersionCheck& v : versions) {
+        out << "also on " << (v.versions.empty() ? v.venv : v.versions) << ": " << v.verdict
+            << "\n";
+      }
+    }
     if (format == "json") {
-      json_results.push_back(
-          viz::CheckOutcomeJson(*outcome, path, reproduce, effective_partitions));
+      nlohmann::json result =
+          viz::CheckOutcomeJson(*outcome, path, reproduce, effective_partitions);
+      if (!versions.empty()) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const target::VersionCheck& v : versions) {
+          list.push_back({{"venv", v.venv}, {"versions", v.versions}, {"verdict", v.verdict}});
+        }
+        result["other_versions"] = std::move(list);
+      }
+      json_results.push_back(std::move(result));
     }
     if (page.has_value()) page->Add(*outcome, reproduce, effective_partitions);
     if (args->Has("--passes")) {

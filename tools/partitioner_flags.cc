@@ -3,6 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "target/version_matrix.h"
 
 namespace spmdcheck::cli {
 
@@ -21,6 +22,10 @@ absl::StatusOr<PartitionerChoice> PartitionerChoiceFromArgs(const Args& args) {
     for (size_t i = 1; i < list.size(); ++i) {
       choice.other_xla_pythons.push_back(list[i] + "/bin/python");
     }
+  }
+  if (!args.Get("--xla-venv").has_value()) {
+    // The version matrix: the checkout's .venv-jax*/ (or SPMDCHECK_XLA_MATRIX).
+    choice.other_xla_pythons = target::DefaultMatrixPythons();
   }
   if (std::optional<std::string> timeout = args.Get("--timeout")) {
     double seconds = 0;

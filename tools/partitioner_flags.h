@@ -23,7 +23,7 @@ struct PartitionerChoice {
   // The flags to repeat in a `reproduce:` line (besides --partitioner).
   std::string reproduce_flags;
   // `--xla-venv A,B,...`: A is the jaxlib under test; the others are where findings are tried
-  // too (their pythons).
+  // too (their pythons). Without --xla-venv: target::DefaultMatrixPythons().
   std::vector<std::string> other_xla_pythons;
 };
 
@@ -37,8 +37,9 @@ inline constexpr char kPartitionerFlagsHelp[] =
   --inject-bug NAME       switch on an injected bug of the reference partitioner
                           (spmdcheck fuzz --list-bugs)
   --xla-venv DIR[,DIR]    the virtual environment whose jax/jaxlib to test (default: the
-                          project's .venv; also SPMDCHECK_XLA_VENV); fuzz tries each new
-                          finding on the further ones too (other jaxlib versions)
+                          project's .venv; also SPMDCHECK_XLA_VENV); check and fuzz try each
+                          finding on the further ones too (other jaxlib versions; default:
+                          the checkout's .venv-jax*/, or SPMDCHECK_XLA_MATRIX)
   --timeout SECONDS       per compile (xla, shardy) or per command run (cmd:); default 120
 )";
 

@@ -268,6 +268,7 @@ nlohmann::json CheckOutcomeJson(const target::CheckOutcome& o, const std::string
   j["notes"] = o.notes;
   j["received_changes"] = o.received_changes;
   j["warnings"] = o.self_report.warnings;
+  j["partitioner_notes"] = o.self_report.notes;
   j["shrunk"] = o.shrink_note;
   j["reproduce"] = reproduce;
   return j;
