@@ -196,7 +196,11 @@ absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& globa
     output.report.notes.push_back(
         "compiled from jax's StableHLO with jax.jit's compile options (the route jax takes)");
   }
-  output.report.warnings = answer->log;
+  for (const std::string& line : answer->log) {
+    // Printed on every GSPMD compile since jax 0.11: noise in every report.
+    if (absl::StrContains(line, "sharding propagation is going to be deprecated")) continue;
+    output.report.warnings.push_back(line);
+  }
   if (!answer->ok()) {
     if (answer->error_kind == "rejected" &&
         absl::StrContains(answer->error_message, "can't be translated to XLA HLO")) {

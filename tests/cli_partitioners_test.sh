@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The partitioner under test on the command line: `cmd:` partitioners and their contract, XLA's
-# GSPMD and Shardy through the worker, and XLA being unavailable.
+# GSPMD and Shardy through the worker, XLA being unavailable, and the XLA findings of
+# corpus/xla-findings replayed by their status on the jax under test (known.json's versions).
 # Usage: cli_partitioners_test.sh SPMDCHECK_BINARY SOURCE_DIR
 # The XLA part needs the project's virtual environment with jax (./scripts/run-tests makes it);
 # without it that part is skipped with a message, except under CI=true, where it fails.
@@ -118,7 +119,7 @@ print(versions.get(sys.argv[4], "unrecorded"),
             ok=1
           fi
         done
-        want="exit 1 with a signature of $signatures (a miscompile confirmed by XLA's own execution)"
+        want="exit 1 with a signature of $signatures (a miscompile must be confirmed by XLA's own execution)"
       else
         if [ "$got" -eq 0 ] || [ "$got" -eq 3 ]; then ok=1; fi
         want="exit 0 or 3 (known.json: fixed on jax $tested; if it fails again, record it as reproduces)"
