@@ -84,6 +84,8 @@ struct ExecutionCheck {
   int64_t trial = -1;
   int64_t trials_run = 0;
   bool padding_dependent = false;  // Fails with poisoned input padding, holds with zeros.
+  // What XLA's sharded run was compared with (PartitionerUnderTest::GlobalRunName).
+  std::string reference = "single-device run";
 };
 
 struct CheckOutcome {

@@ -95,6 +95,9 @@ class PartitionerUnderTest {
   // the partitioned executable (XLA's single-device compile). Unimplemented when not available.
   virtual absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
                                                          const std::vector<Literal>& arguments);
+  // What the last RunGlobal ran, for reports: "single-device run", or the reference run a
+  // partitioner uses for programs with no one-device meaning (manual computations).
+  virtual std::string GlobalRunName() const { return "single-device run"; }
   // Whether the partitioner compiles `global.jax_source()` (the StableHLO jax lowered) rather
   // than the module itself: then the check must not change the module (no shape shrinking),
   // since what the partitioner receives would no longer be what is judged.

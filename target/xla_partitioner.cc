@@ -339,30 +339,50 @@ absl::StatusOr<std::string> XlaPartitioner::StableHloText(const HloModule& globa
 
 absl::StatusOr<std::vector<Literal>> XlaPartitioner::RunGlobal(
     const HloModule& global, const std::vector<Literal>& arguments) {
-  nlohmann::json params = {{"num_partitions", 1}, {"partitioner", "none"}, {"dumps", false}};
-  if (UsesJaxSource(global)) {
-    params["mlir"] = global.jax_source();  // The program jax would run on one device.
+  global_run_name_ = "single-device run";
+  const bool jax_route = UsesJaxSource(global);
+  // A jax program with manual computations (shard_map) has no one-device meaning.
+  const bool manual = jax_route && shardy_ &&
+                      absl::StrContains(global.jax_source(), "sdy.manual_computation");
+  const int64_t devices = manual ? global.num_partitions() : 1;
+  nlohmann::json params = {{"num_partitions", devices},
+                           {"partitioner", manual ? "shardy" : "none"},
+                           {"dumps", false}};
+  if (manual) {
+    params["replicate_outside_manual"] = true;
+    global_run_name_ =
+        "run of the same program with every value outside its manual computations replicated";
+  }
+  if (jax_route) {
+    params["mlir"] = global.jax_source();  // The program jax would run.
   } else {
     params["hlo"] = HloTextFor(global);
   }
-  absl::StatusOr<WorkerAnswer> answer = worker_->Call("compile", params, timeout_seconds_, 1);
+  absl::StatusOr<WorkerAnswer> answer =
+      worker_->Call("compile", params, timeout_seconds_, devices);
   if (!answer.ok()) return answer.status();
   if (!answer->ok()) {
-    return absl::UnknownError(absl::StrCat("XLA's single-device compile failed (",
-                                           answer->error_kind, "): ", answer->error_message));
+    return absl::UnknownError(absl::StrCat("XLA's compile of the reference (", global_run_name_,
+                                           ") failed (", answer->error_kind,
+                                           "): ", answer->error_message));
   }
   const int64_t handle = answer->result.value("handle", int64_t{0});
   std::vector<Shape> shapes;
   for (const HloInstruction* p : global.entry()->parameters()) shapes.push_back(p->shape());
-  XlaExecutable executable(worker_, handle, 1, timeout_seconds_, std::move(shapes));
+  XlaExecutable executable(worker_, handle, devices, timeout_seconds_, std::move(shapes));
+  // Whole inputs on every device (the reference's parameters are replicated).
   std::vector<std::vector<Literal>> per_parameter;
-  for (const Literal& argument : arguments) per_parameter.push_back({argument});
+  for (const Literal& argument : arguments) {
+    per_parameter.push_back(std::vector<Literal>(static_cast<size_t>(devices), argument));
+  }
   absl::StatusOr<std::vector<std::vector<Literal>>> outputs = executable.Run(per_parameter);
   if (!outputs.ok()) return outputs.status();
   std::vector<Literal> leaves;
   for (std::vector<Literal>& per_device : *outputs) {
-    if (per_device.size() != 1) return absl::DataLossError("one device, several outputs");
-    leaves.push_back(std::move(per_device[0]));
+    if (per_device.size() != static_cast<size_t>(devices)) {
+      return absl::DataLossError("the reference run returned a wrong number of device outputs");
+    }
+    leaves.push_back(std::move(per_device[0]));  // Replicated: every device holds the result.
   }
   return leaves;
 }

@@ -28,6 +28,10 @@ class XlaPartitioner : public PartitionerUnderTest {
   absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
                                                  const std::vector<Literal>& arguments) override;
   bool InvalidOutputIsItsFault() const override { return false; }
+  // A module from jax with manual computations (shard_map) has no one-device meaning: its
+  // reference is the same StableHLO with every value outside the manual computations replicated
+  // (workers/xla/jit_route.py), run on every device with whole inputs.
+  std::string GlobalRunName() const override { return global_run_name_; }
   // A module read from jax's StableHLO (HloModule::jax_source) lowered for this partitioner
   // (sdy for Shardy, mhlo.sharding for GSPMD) is compiled from that text with jax's compile
   // options (workers/xla/jit_route.py): what jax.jit would send to XLA.
@@ -49,6 +53,7 @@ class XlaPartitioner : public PartitionerUnderTest {
   std::shared_ptr<XlaWorker> worker_;
   double timeout_seconds_;
   bool dump_passes_ = false;
+  std::string global_run_name_ = "single-device run";
 };
 
 }  // namespace spmdcheck::target

@@ -156,7 +156,7 @@ int Report(const HloModule& global, const target::CheckOutcome& o, const std::st
     const target::ExecutionCheck& e = *o.xla_end_to_end;
     out << "xla end to end: " << VerdictName(e.verdict);
     if (e.verdict == Verdict::kHolds) {
-      out << " (sharded executable = single-device run on every device, " << e.trials_run
+      out << " (sharded executable = " << e.reference << " on every device, " << e.trials_run
           << " trial(s))";
     } else if (!e.detail.empty()) {
       out << ": " << e.detail;

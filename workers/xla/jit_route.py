@@ -98,3 +98,76 @@ def parse(worker, text: str):
     return worker.mlir.ir.Module.parse(text)
   except Exception as e:  # the text does not parse or verify: its location is in the message
     raise JitRouteError("rejected", f"MLIR parser: {e}") from None
+
+
+def has_manual_computations(text: str) -> bool:
+  return "sdy.manual_computation" in text
+
+
+def replicate_outside_manual(module, ir) -> int:
+  """Turns `module` (a Shardy module, in place) into the reference program for one whose
+  manual computations (shard_map) have no one-device meaning: every value outside the manual
+  computations replicated (@main's arguments and results, constraints, reshards and sharding
+  groups dropped), the manual computations as written. Its N-device run computes each result
+  on every device from whole inputs, with XLA's partitioner left only the manual computations.
+  Returns the number of changes."""
+  meshes = [op for op in module.body.operations if op.operation.name == "sdy.mesh"]
+  if not meshes:
+    return 0
+  mesh_name = ir.StringAttr(meshes[0].operation.attributes["sym_name"]).value
+  changes = 0
+  dropped = []
+
+  def visit(block):
+    nonlocal changes
+    for op in block.operations:
+      name = op.operation.name
+      if name == "sdy.manual_computation":
+        continue  # its body is per device: kept as written
+      if name in ("sdy.sharding_constraint", "sdy.reshard", "sdy.sharding_group"):
+        dropped.append(op)
+        continue
+      if "sdy.sharding" in op.operation.attributes:
+        del op.operation.attributes["sdy.sharding"]
+        changes += 1
+      for region in op.operation.regions:
+        for inner in region.blocks:
+          visit(inner)
+
+  for op in module.body.operations:
+    if op.operation.name != "func.func":
+      continue
+    for region in op.operation.regions:
+      for block in region.blocks:
+        visit(block)
+    # Arguments and results replicated (closed, no axes): whole inputs on every device.
+    function_type = ir.FunctionType(ir.TypeAttr(op.attributes["function_type"]).value)
+    for key, types in (("arg_attrs", function_type.inputs), ("res_attrs", function_type.results)):
+      entries = ([ir.DictAttr(a) for a in ir.ArrayAttr(op.attributes[key])]
+                 if key in op.attributes else [None] * len(types))
+      rebuilt = []
+      for attrs, value_type in zip(entries, types):
+        kept = {}
+        if attrs is not None:
+          for i in range(len(attrs)):
+            named = attrs[i]
+            if named.name not in ("sdy.sharding", "mhlo.sharding"):
+              kept[named.name] = named.attr
+        try:  # tokens and other non-tensor values get no sharding
+          rank = ir.RankedTensorType(value_type).rank
+        except ValueError:
+          rank = None
+        if rank is not None:
+          dims = ", ".join("{}" for _ in range(rank))
+          kept["sdy.sharding"] = ir.Attribute.parse(f"#sdy.sharding<@{mesh_name}, [{dims}]>")
+        rebuilt.append(ir.DictAttr.get(kept))
+        changes += 1
+      op.attributes[key] = ir.ArrayAttr.get(rebuilt)
+  for op in dropped:
+    if op.operation.name == "sdy.sharding_group":
+      op.operation.erase()
+    else:
+      op.result.replace_all_uses_with(op.operation.operands[0])
+      op.operation.erase()
+    changes += 1
+  return changes

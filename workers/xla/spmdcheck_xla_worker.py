@@ -170,6 +170,10 @@ class Worker:
       with self.mlir.make_ir_context():
         try:
           mlir_module = jit_route.parse(self, mlir_text)
+          if params.get("replicate_outside_manual", False):
+            # The reference run of a module with manual computations (no one-device meaning).
+            result["replicated_outside_manual"] = jit_route.replicate_outside_manual(
+                mlir_module, self.mlir.ir)
           options = jit_route.compile_options(self, mlir_module, num_partitions, partitioner)
         except jit_route.JitRouteError as e:
           raise RequestError(e.kind, e.message) from None
