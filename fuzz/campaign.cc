@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "fuzz/program_gen.h"
 #include "fuzz/reducer.h"
+#include "fuzz/sdy_program_gen.h"
 #include "ir/hlo_printer.h"
 #include "oracle/inputs.h"
 #include "partitioner/cost_model.h"
@@ -119,7 +120,7 @@ std::string CampaignReport::ToString() const {
     absl::StrAppendFormat(
         &out,
         "  %s: %d case(s): holds %d, failures %d, to investigate %d, unknown %d; accepted %d "
-        "(%.1f%%%s%s), %.1fs partitioning\n",
+        "(%.1f%%%s%s%s), %.1fs partitioning\n",
         spec, t.cases, t.holds, t.failures, t.investigate, t.unknown, t.accepted,
         t.cases > 0 ? 100.0 * static_cast<double>(t.accepted) / static_cast<double>(t.cases) : 0.0,
         t.rejected_by_bug > 0
@@ -132,6 +133,8 @@ std::string CampaignReport::ToString() const {
         t.one_mesh_cases > 0
             ? absl::StrFormat("; one-mesh programs %d/%d", t.one_mesh_accepted, t.one_mesh_cases)
             : "",
+        t.sdy_cases > 0 ? absl::StrFormat("; sdy-level programs %d/%d", t.sdy_accepted, t.sdy_cases)
+                        : "",
         t.seconds);
   }
   if (times.Total() > 0) {
@@ -227,6 +230,8 @@ nlohmann::json CampaignReport::ToJson(const CampaignOptions& options) const {
              : 0.0},
         {"one_mesh_cases", t.one_mesh_cases},
         {"one_mesh_accepted", t.one_mesh_accepted},
+        {"sdy_cases", t.sdy_cases},
+        {"sdy_accepted", t.sdy_accepted},
         {"seconds", t.seconds}};
   }
   nlohmann::json findings = nlohmann::json::array();
@@ -308,6 +313,11 @@ class Campaign {
             : 0;
     target_options_ = options.target;
     target_options_.inject_bug = options.inject_bug;
+    sdy_percent_ = options.sdy_percent >= 0 ? options.sdy_percent
+                   : target::AnySpec(options.partitioners,
+                                     [](absl::string_view spec) { return spec == "shardy"; })
+                       ? 50
+                       : 0;
   }
 
   double elapsed() const { return SecondsSince(start_); }
@@ -371,6 +381,7 @@ class Campaign {
   std::vector<KnownFinding> known_;
   Clock::time_point start_;
   ProgramGenOptions gen_;
+  int sdy_percent_ = 0;  // Share of sdy-level cases (CampaignOptions::sdy_percent).
   target::TargetOptions target_options_;
   std::atomic<int64_t> next_case_{0};
   std::atomic<bool> stop_{false};
@@ -460,8 +471,13 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   ReduceOptions reduce_options;
   reduce_options.max_seconds = options_.reduce_seconds;
   // --reduce-seconds 0: written as found (a budget of 0 would mean none to the reducer).
+  // A program from jax's level is compiled from its StableHLO; the reducer changes HLO, which
+  // would leave that route: kept as generated.
+  const bool jax_level = !program.jax_source().empty();
   absl::StatusOr<ReduceResult> reduced =
-      options_.reduce_seconds > 0
+      jax_level ? absl::StatusOr<ReduceResult>(
+                      absl::CancelledError("an sdy-level program (module.mlir), kept as generated"))
+      : options_.reduce_seconds > 0
           ? ReduceModule(program, still_fails, reduce_options)
           : absl::StatusOr<ReduceResult>(absl::CancelledError("--reduce-seconds 0"));
   const HloModule& repro = reduced.ok() ? *reduced->module : program;
@@ -481,12 +497,14 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   }
   const std::string folder =
       (std::filesystem::path(options_.out_dir) / target::SanitizedName(signature.text)).string();
-  record.reproduce = absl::StrCat("spmdcheck check ", folder, "/module.hlo --seed ",
-                                  record.case_seed, " --trials 1", ReproduceFlags(spec));
+  record.reproduce =
+      absl::StrCat("spmdcheck check ", folder, jax_level ? "/module.mlir" : "/module.hlo",
+                   " --seed ", record.case_seed, " --trials 1", ReproduceFlags(spec));
   record.reduction = reduced.ok() ? absl::StrCat("reduced: ", reduced->report.ToString())
                                   : absl::StrCat("not reduced: ", reduced.status().message());
   FindingFiles files;
   files.module = &repro;
+  files.jax_source = program.jax_source();
   CheckOptions final_check = check;
   absl::StatusOr<CheckOutcome> final_outcome = CheckPartitioning(repro, partitioner, final_check);
   int64_t trial = 0;
@@ -578,37 +596,77 @@ void Campaign::RunJob() {
         options_.first_case + k * std::max<int64_t>(1, options_.shard_count) + options_.shard_index;
     if (options_.seconds > 0 && elapsed() >= options_.seconds) break;
     const uint64_t case_seed = CaseSeed(options_.seed, index);
+    // An sdy-level case (a program as jax lowers it for Shardy) or an HLO-level one.
+    const bool sdy_case =
+        sdy_percent_ > 0 && (case_seed >> 17) % 100 < static_cast<uint64_t>(sdy_percent_);
     absl::StatusOr<GeneratedProgram> program = absl::InternalError("not generated");
+    std::unique_ptr<HloModule> imported;  // The sdy-level case's module.
     const Clock::time_point generate_start = Clock::now();
-    {
+    SdyProgram sdy;
+    if (sdy_case) {
+      SdyProgramOptions sdy_options;
+      sdy_options.max_devices = std::max<int64_t>(2, options_.max_devices);
+      sdy = GenerateSdyProgram(case_seed, sdy_options);
+    } else {
       // The generator drives RapidCheck generators, whose generation context is process-wide:
       // one program at a time.
       std::lock_guard<std::mutex> lock(generator_mu_);
       program = ProgramFromBytes(CaseBytes(case_seed, gen_), gen_);
+    }
+    std::string import_error;
+    if (sdy_case) {
+      // Read through the first partitioner that reads StableHLO (XLA's worker, jaxlib).
+      for (const auto& partitioner : job.partitioners) {
+        absl::StatusOr<std::unique_ptr<HloModule>> module = partitioner->ImportJaxProgram(
+            sdy.text, absl::StrCat("<sdy program, case seed ", case_seed, ">"));
+        if (module.ok()) {
+          imported = *std::move(module);
+          break;
+        }
+        if (!absl::IsUnimplemented(module.status())) {
+          import_error = FirstLine(std::string(module.status().message()));
+        }
+      }
     }
     const double generate_seconds = SecondsSince(generate_start);
     {
       std::lock_guard<std::mutex> lock(mu);
       ++report_.progress.cases;
       report_.times.generate += generate_seconds;
-      if (!program.ok() || program->module == nullptr) {
+      if (sdy_case) {
+        ++report_.sdy_cases;
+        for (const std::string& construct : sdy.constructs) {
+          ++report_.pattern_hits[absl::StrCat("sdy:", construct)];
+        }
+        if (imported == nullptr) {
+          ++report_.progress.unsupported;
+          ++report_.unsupported_reasons[absl::StrCat(
+              "sdy program not read: ",
+              import_error.empty() ? "no partitioner reads StableHLO" : import_error)];
+          continue;
+        }
+      } else if (!program.ok() || program->module == nullptr) {
         ++report_.progress.unsupported;
         ++report_.unsupported_reasons["generator error"];
         continue;
+      } else {
+        for (const std::string& pattern : program->patterns) ++report_.pattern_hits[pattern];
       }
-      for (const std::string& pattern : program->patterns) ++report_.pattern_hits[pattern];
     }
+    const HloModule& module = sdy_case ? *imported : *program->module;
+    const bool one_mesh = !sdy_case && program->one_mesh;
     std::vector<Correct> correct;
     double handed_over = 0;  // Seconds of this case spent reducing and writing findings.
     for (const auto& partitioner : job.partitioners) {
       if (stopping()) break;
       const std::string spec = partitioner->spec();
+      // An sdy-level program goes only to partitioners that compile it as jax.jit does.
+      if (sdy_case && !partitioner->UsesJaxSource(module)) continue;
       CheckOptions check;
       check.trials = 1;
       check.seed = case_seed;
       check.round_trip_in_memory_output = false;  // Verified in memory; see CheckOptions.
-      absl::StatusOr<CheckOutcome> outcome =
-          CheckPartitioning(*program->module, *partitioner, check);
+      absl::StatusOr<CheckOutcome> outcome = CheckPartitioning(module, *partitioner, check);
       std::unique_lock<std::mutex> lock(mu);
       PartitionerTally& tally = report_.partitioners[spec];
       ++tally.cases;
@@ -636,9 +694,13 @@ void Campaign::RunJob() {
         ++tally.accepted;
         ++report_.progress.accepted;
       }
-      if (program->one_mesh) {
+      if (one_mesh) {
         ++tally.one_mesh_cases;
         if (outcome->partitioned != nullptr) ++tally.one_mesh_accepted;
+      }
+      if (sdy_case) {
+        ++tally.sdy_cases;
+        if (outcome->partitioned != nullptr) ++tally.sdy_accepted;
       }
       if (outcome->status == CheckStatus::kHolds) {
         ++tally.holds;
@@ -650,7 +712,7 @@ void Campaign::RunJob() {
         // The lint on XLA's correct output: a proved cheaper chain is a wasteful finding.
         const Clock::time_point lint_start = Clock::now();
         const HloModule& judged =
-            outcome->judged_global != nullptr ? *outcome->judged_global : *program->module;
+            outcome->judged_global != nullptr ? *outcome->judged_global : module;
         const std::vector<CostFinding> cheaper = options_.cost_check(
             *outcome->partitioned,
             outcome->partitioned_text.empty() ? PrintModule(*outcome->partitioned)
@@ -669,13 +731,12 @@ void Campaign::RunJob() {
         lock.unlock();
         if (slot >= 0) {
           const Clock::time_point hand_over_start = Clock::now();
-          HandOver(job, *partitioner, slot, *program->module, signature, check, WastefulKind::kLint,
-                   nullptr);
+          HandOver(job, *partitioner, slot, module, signature, check, WastefulKind::kLint, nullptr);
           handed_over += SecondsSince(hand_over_start);
         }
         continue;
       }
-      const FailureSignature signature = target::SignatureOf(spec, *outcome, *program->module);
+      const FailureSignature signature = target::SignatureOf(spec, *outcome, module);
       if (outcome->partitioned == nullptr &&
           (outcome->status == CheckStatus::kCrash || outcome->status == CheckStatus::kRejected ||
            outcome->status == CheckStatus::kTimeout)) {
@@ -699,8 +760,7 @@ void Campaign::RunJob() {
       lock.unlock();
       if (slot >= 0) {
         const Clock::time_point hand_over_start = Clock::now();
-        HandOver(job, *partitioner, slot, *program->module, signature, check, WastefulKind::kNone,
-                 nullptr);
+        HandOver(job, *partitioner, slot, module, signature, check, WastefulKind::kNone, nullptr);
         handed_over += SecondsSince(hand_over_start);
       }
     }
@@ -734,8 +794,8 @@ void Campaign::RunJob() {
           check.trials = 1;
           check.seed = case_seed;
           const Clock::time_point hand_over_start = Clock::now();
-          HandOver(job, *more.partitioner, slot, *program->module, signature, check,
-                   WastefulKind::kBytes, less.partitioner);
+          HandOver(job, *more.partitioner, slot, module, signature, check, WastefulKind::kBytes,
+                   less.partitioner);
           handed_over += SecondsSince(hand_over_start);
         }
       }

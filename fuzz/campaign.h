@@ -55,6 +55,9 @@ struct CampaignOptions {
   // Share of one-mesh programs (ProgramGenOptions::one_mesh_percent); -1: 50 when a Shardy
   // partitioner is under test (only one-mesh programs import into Shardy), else 0.
   int one_mesh_percent = -1;
+  // Share of cases that are sdy-level programs (fuzz/sdy_program_gen.h), run by the Shardy
+  // partitioner only (compiled as jax.jit compiles them); -1: 50 when shardy is under test.
+  int sdy_percent = -1;
   target::TargetOptions target;
   std::string reproduce_flags;  // Flags for `reproduce:` lines (--xla-venv, --timeout).
   std::string out_dir = "fuzz-out";
@@ -127,6 +130,8 @@ struct PartitionerTally {
   int64_t rejected_by_bug = 0;
   int64_t one_mesh_cases = 0;  // Of `cases`: one-mesh programs (the generator's option).
   int64_t one_mesh_accepted = 0;
+  int64_t sdy_cases = 0;  // Of `cases`: sdy-level programs (fuzz/sdy_program_gen.h).
+  int64_t sdy_accepted = 0;
   double seconds = 0;  // In the partitioner (XLA: compiles).
 };
 
@@ -155,6 +160,7 @@ struct CampaignReport {
   CampaignTimes times;
   // Cases that contained each pattern of the generator (fuzz/program_gen.h).
   std::map<std::string, int64_t> pattern_hits;
+  int64_t sdy_cases = 0;  // Cases that were sdy-level programs (generated; read or not).
   std::map<std::string, PartitionerTally> partitioners;
   std::string unavailable;  // Why a partitioner is not there (the campaign stopped at once).
   std::vector<CampaignFailure> failures;               // Unique signatures, first found first.

@@ -132,6 +132,9 @@ absl::StatusOr<std::string> WriteFindingFolder(const std::string& dir, const Fin
       !s.ok()) {
     return s;
   }
+  if (!files.jax_source.empty()) {
+    if (absl::Status s = WriteText(folder / "module.mlir", files.jax_source); !s.ok()) return s;
+  }
   if (!files.partitioned_text.empty()) {
     if (absl::Status s = WriteText(folder / "partitioned.hlo", files.partitioned_text); !s.ok()) {
       return s;
@@ -149,6 +152,7 @@ absl::StatusOr<std::string> WriteFindingFolder(const std::string& dir, const Fin
   }
   nlohmann::json json = record.ToJson();
   json["files"] = {{"module", "module.hlo"},
+                   {"jax_source", files.jax_source.empty() ? "" : "module.mlir"},
                    {"partitioned", files.partitioned_text.empty() ? "" : "partitioned.hlo"},
                    {"inputs", files.inputs.empty() ? "" : "inputs.txt"},
                    {"repro", files.repro_script.empty() ? "" : "repro.py"}};

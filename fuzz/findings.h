@@ -65,6 +65,9 @@ struct FindingFiles {
   std::string partitioned_text;       // May be empty.
   std::vector<Literal> inputs;        // May be empty.
   std::string repro_script;           // May be empty (then repro_note says why).
+  // The program as jax-level StableHLO (an sdy-level case): written as module.mlir, which
+  // `spmdcheck check` compiles as jax.jit does. Empty: none.
+  std::string jax_source;
 };
 
 // Writes DIR/<signature>/ (created). Returns the folder. An error names the file that could not

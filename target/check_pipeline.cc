@@ -326,9 +326,8 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
       const int64_t interpreter_devices = HasManualRegions(sent) ? n : 1;
       engine_options.num_partitions = interpreter_devices;
       oracle::Engine engine(sent, engine_options);
-      absl::StatusOr<std::vector<Literal>> ours =
-          engine.Run(std::vector<std::vector<Literal>>(static_cast<size_t>(interpreter_devices),
-                                                       inputs));
+      absl::StatusOr<std::vector<Literal>> ours = engine.Run(
+          std::vector<std::vector<Literal>>(static_cast<size_t>(interpreter_devices), inputs));
       result.interpreter_seconds +=
           std::chrono::duration<double>(std::chrono::steady_clock::now() - interpreter_start)
               .count();
@@ -782,11 +781,11 @@ absl::StatusOr<CheckOutcome> CheckPartitioningImpl(const HloModule& global,
   if (e2e.padding_dependent) {
     outcome.status = CheckStatus::kUnsupported;
     outcome.finding = Finding::kReadsInputPadding;
-    outcome.message = absl::StrCat(
-        "reads-input-padding: XLA's sharded executable differs from its ", e2e.reference, " (",
-        e2e.detail,
-        "): whether XLA may rely on the padding of uneven input shards is not a "
-        "contract spmdcheck knows, so this is no bug claim");
+    outcome.message =
+        absl::StrCat("reads-input-padding: XLA's sharded executable differs from its ",
+                     e2e.reference, " (", e2e.detail,
+                     "): whether XLA may rely on the padding of uneven input shards is not a "
+                     "contract spmdcheck knows, so this is no bug claim");
     return outcome;
   }
   if (interp.verdict == Verdict::kFails) {
@@ -804,7 +803,8 @@ absl::StatusOr<CheckOutcome> CheckPartitioningImpl(const HloModule& global,
     outcome.message =
         e2e.verdict == Verdict::kHolds
             ? absl::StrCat("oracle-only: our oracle finds ", oracle_message,
-                           ", but XLA's sharded executable agrees with its ", e2e.reference, "; "
+                           ", but XLA's sharded executable agrees with its ", e2e.reference,
+                           "; "
                            "not an XLA bug until XLA's execution shows it (investigate ours)")
             : absl::StrCat("oracle-only (XLA's execution inconclusive: ", e2e.detail,
                            "): our oracle finds ", oracle_message);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "ir/hlo_module.h"
 #include "ir/literal.h"
 #include "ir/sharding.h"
@@ -102,6 +103,14 @@ class PartitionerUnderTest {
   // than the module itself: then the check must not change the module (no shape shrinking),
   // since what the partitioner receives would no longer be what is judged.
   virtual bool UsesJaxSource(const HloModule& /*global*/) const { return false; }
+  // Reads a program written at jax's level (StableHLO with the sdy dialect or mhlo.sharding, as
+  // jax lowers it) as a module this partitioner can compile the way jax.jit does
+  // (UsesJaxSource). Unimplemented for partitioners that cannot read StableHLO.
+  virtual absl::StatusOr<std::unique_ptr<HloModule>> ImportJaxProgram(const std::string& text,
+                                                                      const std::string& name) {
+    (void)text;
+    return absl::UnimplementedError(absl::StrCat(spec(), " does not read StableHLO (", name, ")"));
+  }
   // Whether output our verifier rejects is the partitioner's fault (a crash). XLA says no: its
   // dumps are XLA's own text, so a rejection more likely is a gap of our parser or verifier.
   virtual bool InvalidOutputIsItsFault() const { return true; }

@@ -9,6 +9,7 @@
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/sdy_sharding_round_trip.h"
+#include "target/jax_import.h"
 
 namespace spmdcheck::target {
 namespace {
@@ -159,6 +160,11 @@ XlaPartitioner::XlaPartitioner(std::string spec, std::shared_ptr<XlaWorker> work
 
 bool XlaPartitioner::UsesJaxSource(const HloModule& global) const {
   return !global.jax_source().empty() && LoweredForShardy(global.jax_source()) == shardy_;
+}
+
+absl::StatusOr<std::unique_ptr<HloModule>> XlaPartitioner::ImportJaxProgram(
+    const std::string& text, const std::string& name) {
+  return ImportStableHlo(*worker_, text, name, nullptr, timeout_seconds_);
 }
 
 std::string XlaPartitioner::HloTextFor(const HloModule& module) {
@@ -342,12 +348,11 @@ absl::StatusOr<std::vector<Literal>> XlaPartitioner::RunGlobal(
   global_run_name_ = "single-device run";
   const bool jax_route = UsesJaxSource(global);
   // A jax program with manual computations (shard_map) has no one-device meaning.
-  const bool manual = jax_route && shardy_ &&
-                      absl::StrContains(global.jax_source(), "sdy.manual_computation");
+  const bool manual =
+      jax_route && shardy_ && absl::StrContains(global.jax_source(), "sdy.manual_computation");
   const int64_t devices = manual ? global.num_partitions() : 1;
-  nlohmann::json params = {{"num_partitions", devices},
-                           {"partitioner", manual ? "shardy" : "none"},
-                           {"dumps", false}};
+  nlohmann::json params = {
+      {"num_partitions", devices}, {"partitioner", manual ? "shardy" : "none"}, {"dumps", false}};
   if (manual) {
     params["replicate_outside_manual"] = true;
     global_run_name_ =
@@ -358,8 +363,7 @@ absl::StatusOr<std::vector<Literal>> XlaPartitioner::RunGlobal(
   } else {
     params["hlo"] = HloTextFor(global);
   }
-  absl::StatusOr<WorkerAnswer> answer =
-      worker_->Call("compile", params, timeout_seconds_, devices);
+  absl::StatusOr<WorkerAnswer> answer = worker_->Call("compile", params, timeout_seconds_, devices);
   if (!answer.ok()) return answer.status();
   if (!answer->ok()) {
     return absl::UnknownError(absl::StrCat("XLA's compile of the reference (", global_run_name_,

@@ -36,6 +36,9 @@ class XlaPartitioner : public PartitionerUnderTest {
   // (sdy for Shardy, mhlo.sharding for GSPMD) is compiled from that text with jax's compile
   // options (workers/xla/jit_route.py): what jax.jit would send to XLA.
   bool UsesJaxSource(const HloModule& global) const override;
+  // Through jaxlib in this partitioner's worker (target/jax_import.h).
+  absl::StatusOr<std::unique_ptr<HloModule>> ImportJaxProgram(const std::string& text,
+                                                              const std::string& name) override;
   // The StableHLO text XLA compiles for `global` (Shardy: with its shardings imported as sdy
   // shardings), for standalone repros.
   absl::StatusOr<std::string> StableHloText(const HloModule& global, int64_t num_partitions);

@@ -15,9 +15,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "fuzz/campaign.h"
 #include "fuzz/program_gen.h"
+#include "fuzz/sdy_program_gen.h"
 #include "lint/lint.h"
 #include "partitioner/injected_bugs.h"
 #include "target/xla_worker.h"
@@ -66,6 +68,14 @@ only our oracle sees is listed "to investigate". DIR/summary.json has the whole 
                      share of one-mesh programs, whose shardings all come from the program's
                      mesh (no random tile dims or device orders, no manual regions): only those
                      import into Shardy (default: 50 with shardy under test, else 0)
+  --sdy-percent P    share of cases that are sdy-level programs (StableHLO with the sdy
+                     dialect, as jax lowers for Shardy: open dims, priorities, sub-axes,
+                     constraints, reshards, sharding groups, unreduced axes, manual
+                     computations with collectives), compiled by Shardy as jax.jit compiles
+                     them (default: 50 with shardy under test, else 0; only shardy runs them)
+  --print-sdy-program SEED
+                     print the sdy-level program of that seed (a case's seed is in its
+                     finding) and exit
   --first-case K     start at case index K (default 0)
   --shard I/N        run only case indices K + I, K + I + N, ... (split one seed's cases over
                      N processes or machines)
@@ -123,7 +133,9 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
                                        "--first-case",
                                        "--shard",
                                        "--pattern-weights",
-                                       "--one-mesh-percent"};
+                                       "--one-mesh-percent",
+                                       "--sdy-percent",
+                                       "--print-sdy-program"};
   value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
   absl::StatusOr<Args> args =
       Args::Parse(argv, value_flags, {"--list-bugs", "--help", "--no-bisect", "--no-lint"});
@@ -141,6 +153,19 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   if (!args->positional().empty()) {
     err << kFuzzHelp;
     return kExitBadInput;
+  }
+  if (args->Has("--print-sdy-program")) {
+    absl::StatusOr<uint64_t> program_seed = args->GetUint64("--print-sdy-program", 1);
+    if (!program_seed.ok()) return BadInput(err, "fuzz", program_seed.status().message());
+    absl::StatusOr<int64_t> most = args->GetInt("--max-devices", 8);
+    if (!most.ok() || *most < 2) return BadInput(err, "fuzz", "--max-devices must be >= 2");
+    fuzz::SdyProgramOptions sdy;
+    sdy.max_devices = *most;
+    const fuzz::SdyProgram program = fuzz::GenerateSdyProgram(*program_seed, sdy);
+    out << "// sdy program, seed " << *program_seed << ", " << program.num_devices
+        << " devices; constructs: " << absl::StrJoin(program.constructs, ", ") << "\n"
+        << program.text;
+    return kExitHolds;
   }
   absl::StatusOr<int64_t> seconds = args->GetInt("--seconds", args->Has("--cases") ? 0 : 60);
   absl::StatusOr<int64_t> cases = args->GetInt("--cases", 0);
@@ -178,6 +203,13 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     fuzz::ProgramGenOptions gen;
     const absl::Status weights = fuzz::SetPatternWeights(options.pattern_weights, &gen);
     if (!weights.ok()) return BadInput(err, "fuzz", weights.message());
+  }
+  if (args->Has("--sdy-percent")) {
+    absl::StatusOr<int64_t> percent = args->GetInt("--sdy-percent", 0);
+    if (!percent.ok() || *percent < 0 || *percent > 100) {
+      return BadInput(err, "fuzz", "--sdy-percent takes a percentage in [0, 100]");
+    }
+    options.sdy_percent = static_cast<int>(*percent);
   }
   if (args->Has("--one-mesh-percent")) {
     absl::StatusOr<int64_t> percent = args->GetInt("--one-mesh-percent", 0);

@@ -11,45 +11,35 @@
 #include "ir/hlo_printer.h"
 #include "ir/sdy_sharding_round_trip.h"
 #include "ir/verifier.h"
+#include "target/jax_import.h"
 #include "target/xla_worker.h"
 #include "tools/cli.h"
 
 namespace spmdcheck::cli {
 namespace {
 
-// Converts MLIR text to HLO text through jaxlib in the XLA worker (a short-lived one: jax is
-// imported once per conversion).
-absl::StatusOr<std::string> MlirToHlo(const std::string& text, const std::string& path) {
+// jax's StableHLO as a module, converted by jaxlib in a short-lived XLA worker (jax is imported
+// once per conversion); without jax a FailedPrecondition that says what is needed.
+absl::StatusOr<std::unique_ptr<HloModule>> ImportMlir(const std::string& text,
+                                                      const std::string& path,
+                                                      std::vector<std::string>* warnings) {
   target::XlaWorkerOptions options;
   options.devices = 1;
   target::XlaWorker worker(options);
-  absl::StatusOr<target::WorkerAnswer> answer =
-      worker.Call("to_hlo", {{"mlir", text}}, /*timeout_seconds=*/300);
-  if (!answer.ok()) {
-    if (absl::IsUnavailable(answer.status())) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          path,
-          ": this is StableHLO/MLIR text (as jax's .lower(...).as_text() prints it); reading it "
-          "needs jax (the pinned jaxlib of workers/xla/requirements.txt) in the project's virtual "
-          "environment .venv (./scripts/run-tests makes it) or in SPMDCHECK_XLA_VENV / "
-          "SPMDCHECK_XLA_PYTHON, which is not available: ",
-          answer.status().message(),
-          ". Without jax, give HLO text instead (XLA's dumps, or "
-          "jax.jit(f).lower(...).compiler_ir('hlo').as_hlo_text())"));
-    }
-    return absl::InternalError(absl::StrCat(
-        path, ": converting StableHLO to HLO through jaxlib: ", answer.status().message()));
+  absl::StatusOr<std::unique_ptr<HloModule>> module =
+      target::ImportStableHlo(worker, text, path, warnings);
+  if (absl::IsUnavailable(module.status())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path,
+        ": this is StableHLO/MLIR text (as jax's .lower(...).as_text() prints it); reading it "
+        "needs jax (the pinned jaxlib of workers/xla/requirements.txt) in the project's virtual "
+        "environment .venv (./scripts/run-tests makes it) or in SPMDCHECK_XLA_VENV / "
+        "SPMDCHECK_XLA_PYTHON, which is not available: ",
+        module.status().message(),
+        ". Without jax, give HLO text instead (XLA's dumps, or "
+        "jax.jit(f).lower(...).compiler_ir('hlo').as_hlo_text())"));
   }
-  if (!answer->ok()) {
-    // MLIR names the text it parsed `-`: say which file (`-:3:8:` -> `FILE:3:8:`).
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ": ",
-        absl::StrReplaceAll(answer->error_message, {{" -:", absl::StrCat(" ", path, ":")}})));
-  }
-  if (!answer->result.contains("hlo") || !answer->result["hlo"].is_string()) {
-    return absl::InternalError("the XLA worker's to_hlo answer has no HLO text");
-  }
-  return answer->result["hlo"].get<std::string>();
+  return module;
 }
 
 }  // namespace
@@ -76,58 +66,54 @@ bool LooksLikeMlir(absl::string_view text) {
 absl::StatusOr<std::string> ReadModuleText(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok() || !LooksLikeMlir(*text)) return text;
-  absl::StatusOr<std::string> hlo = MlirToHlo(*text, path);
-  if (!hlo.ok()) return hlo.status();
-  absl::StatusOr<ParsedModule> parsed =
-      ParseHloModule(*hlo, {.path = absl::StrCat(path, " (as HLO, converted by jaxlib)")});
-  if (!parsed.ok() || !HasShardyRoundTrip(*parsed->module)) return hlo;
-  absl::StatusOr<int64_t> lowered = LowerShardyRoundTrip(*parsed->module);
-  if (!lowered.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": Shardy's round-trip form: ", lowered.status().message()));
-  }
-  return PrintModule(*parsed->module);
+  absl::StatusOr<std::unique_ptr<HloModule>> module = ImportMlir(*text, path, nullptr);
+  if (!module.ok()) return module.status();
+  return PrintModule(**module);
 }
 
 absl::StatusOr<std::unique_ptr<HloModule>> LoadVerifiedModule(const std::string& path,
                                                               std::ostream& err) {
   absl::StatusOr<std::string> raw = ReadFile(path);
   if (!raw.ok()) return raw.status();
-  const bool mlir = LooksLikeMlir(*raw);
-  absl::StatusOr<std::string> text = mlir ? ReadModuleText(path) : std::move(raw);
-  if (!text.ok()) return text.status();
-  ParseOptions options;
-  options.path = mlir ? absl::StrCat(path, " (as HLO, converted by jaxlib)") : path;
-  absl::StatusOr<ParsedModule> parsed = ParseHloModule(*text, options);
-  if (!parsed.ok()) return parsed.status();
-  for (const std::string& warning : parsed->warnings) err << warning << "\n";
-  if (HasShardyRoundTrip(*parsed->module)) {
-    // Shardy's round-trip form (a Shardy module printed as HLO) -> GSPMD's form, printed and
-    // parsed again so that the new instructions are in program order.
-    absl::StatusOr<int64_t> lowered = LowerShardyRoundTrip(*parsed->module);
-    if (!lowered.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(options.path, ": Shardy's round-trip form: ", lowered.status().message()));
+  std::unique_ptr<HloModule> module;
+  std::vector<std::string> warnings;
+  if (LooksLikeMlir(*raw)) {
+    // XLA's partitioners compile what jax lowered, as jax.jit does (the module keeps the text).
+    absl::StatusOr<std::unique_ptr<HloModule>> imported = ImportMlir(*raw, path, &warnings);
+    if (!imported.ok()) return imported.status();
+    module = *std::move(imported);
+  } else {
+    absl::StatusOr<ParsedModule> parsed = ParseHloModule(*raw, {.path = path});
+    if (!parsed.ok()) return parsed.status();
+    warnings = parsed->warnings;
+    module = std::move(parsed->module);
+    if (HasShardyRoundTrip(*module)) {
+      // Shardy's round-trip form (a Shardy module printed as HLO) -> GSPMD's form, printed and
+      // parsed again so that the new instructions are in program order.
+      absl::StatusOr<int64_t> lowered = LowerShardyRoundTrip(*module);
+      if (!lowered.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": Shardy's round-trip form: ", lowered.status().message()));
+      }
+      absl::StatusOr<ParsedModule> reparsed =
+          ParseHloModule(PrintModule(*module),
+                         {.path = absl::StrCat(path, " (Shardy's form rewritten as GSPMD's)")});
+      if (!reparsed.ok()) return reparsed.status();
+      reparsed->module->set_source_path(path);
+      module = std::move(reparsed->module);
     }
-    ParseOptions again = options;
-    again.path = absl::StrCat(path, " (Shardy's form rewritten as GSPMD's)");
-    absl::StatusOr<ParsedModule> reparsed = ParseHloModule(PrintModule(*parsed->module), again);
-    if (!reparsed.ok()) return reparsed.status();
-    reparsed->module->set_source_path(path);
-    parsed = *std::move(reparsed);
   }
+  for (const std::string& warning : warnings) err << warning << "\n";
   std::vector<std::string> errors;
-  for (const VerifierDiagnostic& diagnostic : VerifyModuleDiagnostics(*parsed->module)) {
+  for (const VerifierDiagnostic& diagnostic : VerifyModuleDiagnostics(*module)) {
     if (diagnostic.is_warning) {
-      err << FormatDiagnostic(*parsed->module, diagnostic) << "\n";
+      err << FormatDiagnostic(*module, diagnostic) << "\n";
     } else {
-      errors.push_back(FormatDiagnostic(*parsed->module, diagnostic));
+      errors.push_back(FormatDiagnostic(*module, diagnostic));
     }
   }
   if (!errors.empty()) return absl::InvalidArgumentError(absl::StrJoin(errors, "\n"));
-  // XLA's partitioners compile what jax lowered, as jax.jit does; the HLO is for the rest.
-  if (mlir) parsed->module->set_jax_source(*std::move(raw));
-  return std::move(parsed->module);
+  return module;
 }
 
 }  // namespace spmdcheck::cli

@@ -241,7 +241,11 @@ class Worker:
       # The CPU backend's code emitter refusing an op it does not implement (TopK of bf16:
       # "TopK expects F32 data type") is a limit of this backend, not a rejection either.
       cpu_limit = "service/cpu/thunk_emitter.cc" in message and "RET_CHECK" in message
-      kind = ("unsupported" if "No registered implementation for" in message or cpu_limit
+      # XLA's import of jax modules has no case for the sdy.reshard op (jax lowers
+      # jax.sharding.reshard to sdy.sharding_constraint): a limit of that route, by design.
+      no_reshard = "'sdy.reshard' op" in message
+      kind = ("unsupported"
+              if "No registered implementation for" in message or cpu_limit or no_reshard
               else "rejected")
       raise RequestError(kind, f"XLA compile: {message}") from None
     result["compile_seconds"] = time.monotonic() - t0

@@ -23,8 +23,14 @@ class ConversionError(Exception):
   """jaxlib refused the module; the message is jaxlib's."""
 
 
+_RESHARD = re.compile(r"\bsdy\.reshard\b")
+
+
 def mlir_to_hlo(mlir_text: str, xla_client) -> Dict[str, Any]:
   """Returns {"hlo": HLO text, "num_partitions": N or None, "shardy": bool}."""
+  # An explicit reshard is the identity on values, written like a sharding constraint; jaxlib's
+  # export to HLO has no case for it (XLA itself compiles the module as written).
+  mlir_text = _RESHARD.sub("sdy.sharding_constraint", mlir_text)
   try:
     computation = xla_client._xla.mlir.mlir_module_to_xla_computation(
         mlir_text, use_tuple_args=False, return_tuple=False)
