@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Shardy fuzzed at jax's level: `spmdcheck fuzz --partitioner shardy --sdy-percent 100` generates
+# sdy-level programs (fuzz/sdy_program_gen.h), reads them through jaxlib and compiles them as
+# jax.jit does; Shardy must accept at least 95% of them, and every one it does not accept must be
+# a named XLA finding or a named unknown. Usage: cli_sdy_fuzz_test.sh SPMDCHECK_BINARY SOURCE_DIR.
+# Skipped (77) without a virtual environment with jax, except under CI=true.
+set -u
+bin="$1"
+src="$2"
+venv="${SPMDCHECK_XLA_VENV:-$src/.venv}"
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import jax" 2>/dev/null; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "error: no virtual environment with jax at $venv (CI=true needs it)"
+    exit 1
+  fi
+  echo "skipped: no virtual environment with jax at $venv (./scripts/run-tests makes one)"
+  exit 77
+fi
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+failures=0
+pass=0
+ok() { pass=$((pass + 1)); }
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+
+# The same seed prints the same program.
+a="$("$bin" fuzz --print-sdy-program 11)"
+b="$("$bin" fuzz --print-sdy-program 11)"
+[ "$a" = "$b" ] && [[ "$a" == *"sdy.mesh @mesh"* ]] && ok || fail "--print-sdy-program is not deterministic"
+
+cases=40
+SPMDCHECK_XLA_MATRIX=/nonexistent "$bin" fuzz --partitioner shardy --sdy-percent 100 --cases "$cases" \
+  --seed 20261203 --reduce-seconds 0 --no-lint --out "$tmp/out" > "$tmp/log" 2>&1
+code=$?
+if [ "$code" -eq 2 ]; then
+  fail "fuzz exited 2"
+  tail -20 "$tmp/log"
+fi
+python3 - "$tmp/out/summary.json" "$cases" <<'PY' && ok || fail "acceptance (see above)"
+import json, sys
+s = json.load(open(sys.argv[1]))
+t = s["per_partitioner"]["shardy"]
+cases = int(sys.argv[2])
+print(f"sdy-level programs: {t['sdy_accepted']} of {t['sdy_cases']} accepted by Shardy")
+assert t["sdy_cases"] == cases, t
+assert t["sdy_accepted"] >= 0.95 * cases, t
+# Every program Shardy did not accept is an XLA bug claim (a finding) or a named unknown.
+not_accepted = t["sdy_cases"] - t["sdy_accepted"]
+assert not_accepted <= t["rejected_by_xla_bug"] + t["unknown"], t
+hits = {k: v for k, v in s["pattern_hits"].items() if k.startswith("sdy:")}
+for construct in ("sdy:manual", "sdy:constraint", "sdy:open-dim", "sdy:all-reduce"):
+  assert hits.get(construct, 0) > 0, (construct, hits)
+PY
+grep -q "sdy-level programs" "$tmp/log" && ok || fail "the summary does not count sdy-level programs"
+
+echo "cli sdy fuzz test: $pass passed, $failures failed"
+[ "$failures" -eq 0 ]
