@@ -15,6 +15,7 @@
 #include "ir/hlo_printer.h"
 #include "ir/sharding.h"
 #include "ir/verifier.h"
+#include "smt/device_algebra.h"
 
 namespace spmdcheck {
 namespace {
@@ -102,6 +103,27 @@ TEST(NamedShardingTest, DeviceOrders) {
   EXPECT_EQ(big.ToString(),
             "{mesh['a'=16,'b'=16,'c'=16,'d'=16], device_ids=([256,256]T(1,0)), [{'d', 'a'}, "
             "{'c'}]}");
+}
+
+// V3 = V2 = explicit device lists, proved (enumeration and Z3), at 65,536 devices; the wrong
+// axis order is refuted with a tile that moved.
+TEST(NamedShardingTest, ProvedSameAsItsV2AndItsDeviceListAt65536Devices) {
+  const HloSharding named = MustParse(
+      "{mesh['a'=16,'b'=16,'c'=16,'d'=16], device_ids=([256,256]T(1,0)), [{'d', 'a'}, {'c'}]}");
+  const HloSharding v2 = MustParse(named.WithoutNamedForms().ToString());
+  const HloSharding listed = named.Expanded();
+  ASSERT_FALSE(listed.tile_assignment().is_iota());
+  EXPECT_EQ(smt::ProveSame(named, v2).verdict, Verdict::kHolds);
+  EXPECT_EQ(smt::ProveSame(named, listed).verdict, Verdict::kHolds);
+  smt::FactOptions z3;
+  z3.procedure = smt::Procedure::kZ3;
+  EXPECT_NE(smt::ProveSame(named, v2, z3).verdict, Verdict::kFails);
+  const HloSharding swapped = MustParse(
+      "{mesh['a'=16,'b'=16,'c'=16,'d'=16], device_ids=([256,256]T(1,0)), [{'a', 'd'}, "
+      "{'c'}]}");
+  const smt::ProofResult refuted = smt::ProveSame(named, swapped);
+  EXPECT_EQ(refuted.verdict, Verdict::kFails);
+  EXPECT_THAT(refuted.counterexample, HasSubstr("tile"));
 }
 
 TEST(NamedShardingTest, BadInputIsAnErrorWithAPosition) {
