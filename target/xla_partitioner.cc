@@ -188,7 +188,13 @@ absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& globa
   }
   absl::StatusOr<WorkerAnswer> answer =
       worker_->Call("compile", params, timeout_seconds_, num_partitions);
-  if (!answer.ok()) return FromCallError(answer.status());
+  if (!answer.ok()) {
+    // A crash or a timeout still says which XLA it was (the version matrix prints it).
+    PartitionOutput failed = FromCallError(answer.status());
+    failed.report.name = shardy_ ? "shardy" : "xla (GSPMD)";
+    failed.report.version = worker_->versions();
+    return failed;
+  }
   PartitionOutput output;
   if (answer->ok() && answer->result.contains("pass_dumps") &&
       answer->result["pass_dumps"].is_array()) {
