@@ -7,21 +7,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/mesh.h"
 
 namespace spmdcheck::fuzz {
 namespace {
 
-struct Axis {
-  std::string name;
-  int64_t size = 1;
-};
-
-// A mesh axis, or its sub-axis `"x":(pre)size` (size 0: the whole axis).
-struct AxisRef {
-  int axis = 0;
-  int64_t pre = 1;
-  int64_t size = 0;
-};
+// Mesh axes and (sub-)axis references as ir/mesh.h has them (`"x":(pre_size)size`).
+using Axis = MeshAxis;
+using AxisRef = MeshAxisRef;
 
 struct DimSharding {
   std::vector<AxisRef> axes;
@@ -162,7 +155,7 @@ class Generator {
 
   std::string RefText(const AxisRef& ref) const {
     std::string text = absl::StrCat("\"", axes_[ref.axis].name, "\"");
-    if (ref.size != 0) absl::StrAppend(&text, ":(", ref.pre, ")", ref.size);
+    if (ref.size != 0) absl::StrAppend(&text, ":(", ref.pre_size, ")", ref.size);
     return text;
   }
 
