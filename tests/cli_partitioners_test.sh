@@ -87,7 +87,10 @@ if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import jax" 2>/dev/null; 
     echo "note: $venv has jax $tested, jax $pinned is pinned: findings replayed by their status on jax $tested"
   fi
   for finding in "$src"/corpus/xla-findings/*/; do
-    [ -f "$finding/module.hlo" ] || continue
+    # module.hlo, or module.mlir for a program found at jax's level (compiled as jax.jit does).
+    module="$finding/module.hlo"
+    [ -f "$module" ] || module="$finding/module.mlir"
+    [ -f "$module" ] || continue
     name="$(basename "$finding")"
     for p in $(cat "$finding/partitioners"); do
       # "STATUS SIGNATURE..." of this finding and partitioner on jax $tested (known.json).
@@ -108,7 +111,7 @@ print(versions.get(sys.argv[4], "unrecorded"),
         fi
         continue
       fi
-      out="$("$bin" check "$finding/module.hlo" --partitioner "$p" 2>&1)"
+      out="$("$bin" check "$module" --partitioner "$p" 2>&1)"
       got=$?
       ok=0
       if [ "$status" = reproduces ]; then
@@ -127,7 +130,7 @@ print(versions.get(sys.argv[4], "unrecorded"),
       if [ "$ok" -eq 1 ]; then
         pass=$((pass + 1))
       else
-        echo "FAIL: check $finding/module.hlo --partitioner $p on jax $tested (known.json:" \
+        echo "FAIL: check $module --partitioner $p on jax $tested (known.json:" \
           "$status) -> exit $got, want $want:"
         echo "$out" | head -30
         failures=$((failures + 1))
