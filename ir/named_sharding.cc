@@ -36,13 +36,27 @@ bool SameRefs(absl::Span<const MeshAxisRef> a, absl::Span<const MeshAxisRef> b) 
   return true;
 }
 
-// Every axis of size > 1, in mesh order.
-std::vector<MeshAxisRef> AllAxes(const Mesh& mesh) {
+// Every mesh axis, size-1 ones included, in mesh order.
+std::vector<MeshAxisRef> EveryAxis(const Mesh& mesh) {
   std::vector<MeshAxisRef> refs;
-  for (size_t i = 0; i < mesh.axes().size(); ++i) {
-    if (mesh.axes()[i].size > 1) refs.push_back({static_cast<int64_t>(i), 1, 0});
-  }
+  for (size_t i = 0; i < mesh.axes().size(); ++i) refs.push_back({static_cast<int64_t>(i), 1, 0});
   return refs;
+}
+
+// XLA's ContainsAllMeshAxesInOrder as its V3 -> V2 conversion uses it: a non-empty list of
+// whole axes that holds every axis of size > 1, in mesh order (size-1 axes do not count).
+bool CoversEverySizedAxis(const Mesh& mesh, absl::Span<const MeshAxisRef> refs) {
+  if (refs.empty()) return false;
+  std::vector<int64_t> listed;
+  for (const MeshAxisRef& ref : refs) {
+    if (ref.size != 0) return false;
+    if (mesh.axes()[ref.axis].size > 1) listed.push_back(ref.axis);
+  }
+  std::vector<int64_t> sized;
+  for (size_t i = 0; i < mesh.axes().size(); ++i) {
+    if (mesh.axes()[i].size > 1) sized.push_back(static_cast<int64_t>(i));
+  }
+  return listed == sized;
 }
 
 AxisLayout LayoutOf(const std::vector<NamedSharding::Dim>& dims,
@@ -102,6 +116,13 @@ absl::StatusOr<NamedSharding> NamedSharding::Create(Mesh mesh, std::vector<Dim> 
   if (!laid_out.ok()) return laid_out.status();
   NamedSharding s;
   s.form_ = Form::kDims;
+  // The short forms XLA prints for an empty dims list `[]`: replicated when nothing is listed;
+  // manual or unreduced when that list alone covers every axis of size > 1.
+  if (dims.empty() && replicated.empty()) {
+    if (unreduced.empty() && manual.empty()) s.form_ = Form::kReplicated;
+    if (unreduced.empty() && CoversEverySizedAxis(mesh, manual)) s.form_ = Form::kManual;
+    if (manual.empty() && CoversEverySizedAxis(mesh, unreduced)) s.form_ = Form::kUnreduced;
+  }
   s.mesh_ = std::move(mesh);
   s.dims_ = std::move(dims);
   s.replicated_ = std::move(replicated);
@@ -121,14 +142,14 @@ NamedSharding NamedSharding::Replicated(Mesh mesh) {
 NamedSharding NamedSharding::Manual(Mesh mesh) {
   NamedSharding s;
   s.form_ = Form::kManual;
-  s.manual_ = AllAxes(mesh);
+  s.manual_ = EveryAxis(mesh);
   s.mesh_ = std::move(mesh);
   return s;
 }
 
 absl::StatusOr<NamedSharding> NamedSharding::Unreduced(Mesh mesh, std::vector<MeshAxisRef> axes,
                                                        std::string unreduced_op) {
-  if (axes.empty()) axes = AllAxes(mesh);
+  if (axes.empty()) axes = EveryAxis(mesh);
   absl::StatusOr<NamedSharding> s =
       Create(std::move(mesh), {}, {}, std::move(axes), {}, std::move(unreduced_op));
   if (!s.ok()) return s.status();
@@ -156,10 +177,20 @@ absl::StatusOr<HloSharding> NamedSharding::ToHloSharding() const {
     case Form::kSingleDevice:
       return HloSharding::AssignDevice(device_);
     case Form::kUnreduced:
-      if (SameRefs(unreduced_, AllAxes(mesh_))) return HloSharding::Unreduced();
+      if (CoversEverySizedAxis(mesh_, unreduced_)) return HloSharding::Unreduced();
       return LayoutToHloSharding(mesh_, LayoutOf({}, unreduced_, {}));
     case Form::kDims:
       break;
+  }
+  // XLA's IsManual()/IsUnreduced(): no dim sharded, nothing else listed, and the manual (or
+  // unreduced) axes cover every axis of size > 1: the whole-value kind.
+  const bool no_dims =
+      std::all_of(dims_.begin(), dims_.end(), [](const Dim& d) { return d.axes.empty(); });
+  if (no_dims && replicated_.empty()) {
+    if (unreduced_.empty() && CoversEverySizedAxis(mesh_, manual_)) return HloSharding::Manual();
+    if (manual_.empty() && CoversEverySizedAxis(mesh_, unreduced_)) {
+      return HloSharding::Unreduced();
+    }
   }
   return LayoutToHloSharding(mesh_, LayoutOf(dims_, unreduced_, manual_));
 }
@@ -246,7 +277,7 @@ std::string NamedSharding::ToString(absl::string_view metadata) const {
       case Form::kUnreduced:
         out += ", unreduced";
         if (!unreduced_op_.empty()) absl::StrAppend(&out, "=", unreduced_op_);
-        if (!SameRefs(unreduced_, AllAxes(mesh_))) out += RefList(mesh_, unreduced_);
+        if (!SameRefs(unreduced_, EveryAxis(mesh_))) out += RefList(mesh_, unreduced_);
         break;
       case Form::kDims: {
         std::vector<std::string> dims;

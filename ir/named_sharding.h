@@ -49,7 +49,7 @@ class NamedSharding {
                                               std::string unreduced_op = "");
   static NamedSharding Replicated(Mesh mesh);
   static NamedSharding Manual(Mesh mesh);
-  // Unreduced over `axes` (empty: every axis of size > 1).
+  // Unreduced over `axes` (empty: every axis).
   static absl::StatusOr<NamedSharding> Unreduced(Mesh mesh, std::vector<MeshAxisRef> axes = {},
                                                  std::string unreduced_op = "");
   static NamedSharding SingleDevice(int64_t device);

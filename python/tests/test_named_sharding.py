@@ -5,8 +5,10 @@ sharding spmdcheck reads equal to the V2 sharding `xla_client.HloSharding.from_s
 .v3_to_v2_sharding()` gives, device for device; and `spmdcheck fmt`-style printing gives XLA's
 text back (`sharding canon`)."""
 
+import os
+
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import spmdcheck
 
@@ -26,6 +28,8 @@ def named_shardings(draw):
     sizes.append(draw(st.sampled_from([s for s in (1, 2, 3, 4, 8) if s <= room] or [1])))
   names = draw(st.permutations(["x", "y", "z", "w"]))[:n_axes]
   total = _product(sizes)
+  # One device: jaxlib's own conversion prints V2 text it cannot read back ({devices=[]<=[1]}).
+  assume(total > 1)
   mesh = "mesh[" + ",".join(f"'{n}'={s}" for n, s in zip(names, sizes)) + "]"
   if total > 1 and draw(st.booleans()):
     order = draw(st.permutations(list(range(total))))
@@ -72,7 +76,11 @@ def _product(values):
   return p
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# derandomize: the same examples on every run (a red CI is never a coin toss); longer runs:
+# SPMDCHECK_HYPOTHESIS_EXAMPLES=5000 with a random seed (hypothesis prints the failing example).
+@settings(max_examples=int(os.environ.get("SPMDCHECK_HYPOTHESIS_EXAMPLES", "150")),
+          derandomize="SPMDCHECK_HYPOTHESIS_EXAMPLES" not in os.environ, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(named_shardings())
 def test_spmdcheck_reads_v3_as_jaxlib_converts_it(v3):
   sharding = xc.HloSharding.from_string(v3)
