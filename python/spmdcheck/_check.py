@@ -153,12 +153,22 @@ def check(f, *args, mesh=None, in_shardings=None, out_shardings=None,
             (True, [s for s in specs if s != "xla"])]
   results = []
   first_path = None
+  lowering_errors = []
   for shardy, group in groups:
     if not group:
       continue
-    text, devices = lower(f, *args, mesh=mesh, in_shardings=in_shardings,
-                          out_shardings=out_shardings, static_argnums=static_argnums,
-                          shardy=shardy, **kwargs)
+    try:
+      text, devices = lower(f, *args, mesh=mesh, in_shardings=in_shardings,
+                            out_shardings=out_shardings, static_argnums=static_argnums,
+                            shardy=shardy, **kwargs)
+    except Exception as e:  # jax refuses the function in this mode (e.g. unreduced for GSPMD)
+      lowering_errors.append(e)
+      mode = "Shardy" if shardy else "GSPMD (jax_use_shardy_partitioner=False)"
+      for spec in group:
+        results.append({"partitioner": spec, "verdict": "unknown", "status": "unsupported",
+                        "message": f"jax cannot lower the function for {mode}: "
+                                   f"{type(e).__name__}: {e}"})
+      continue
     path = os.path.join(workdir, f"{name}.{'sdy' if shardy else 'gspmd'}.mlir")
     with open(path, "w") as out:
       out.write(text)
@@ -179,6 +189,8 @@ def check(f, *args, mesh=None, in_shardings=None, out_shardings=None,
       raise _binary.SpmdcheckError(
           f"spmdcheck check printed no JSON ({e}): {done.stderr.strip() or done.stdout[:500]}",
           done.command, done.exit_code) from None
+  if lowering_errors and first_path is None:
+    raise lowering_errors[0]  # jax lowers it for none of the partitioners: the function's error
   order = {spec: i for i, spec in enumerate(specs)}
   results.sort(key=lambda r: order.get(r.get("partitioner", ""), len(order)))
   report = Report(results=[PartitionerResult.from_json(r) for r in results],

@@ -3,6 +3,7 @@ them."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any, Sequence, Tuple
 
 
@@ -36,12 +37,16 @@ def _named(mesh, spec):
 
 
 def _abstract(value):
+  """The shape and dtype of `value`, and its sharding when that is part of its type (a
+  NamedSharding over a mesh with Explicit axes: jax's explicit mode types values by it)."""
   import jax
-  if isinstance(value, jax.ShapeDtypeStruct):
-    return jax.ShapeDtypeStruct(value.shape, value.dtype)
-  if hasattr(value, "shape") and hasattr(value, "dtype"):
-    return jax.ShapeDtypeStruct(value.shape, value.dtype)
-  return value  # Python scalars and pytrees of them: jax decides.
+  if not (hasattr(value, "shape") and hasattr(value, "dtype")):
+    return value  # Python scalars and pytrees of them: jax decides.
+  sharding = getattr(value, "sharding", None)
+  explicit = (isinstance(sharding, jax.sharding.NamedSharding) and
+              any(t == jax.sharding.AxisType.Explicit
+                  for t in getattr(sharding.mesh, "axis_types", ())))
+  return jax.ShapeDtypeStruct(value.shape, value.dtype, sharding=sharding if explicit else None)
 
 
 def lower(f, *args, mesh=None, in_shardings=None, out_shardings=None, static_argnums=(),
@@ -56,7 +61,12 @@ def lower(f, *args, mesh=None, in_shardings=None, out_shardings=None, static_arg
                    out_shardings=_named(mesh, out_shardings), static_argnums=static_argnums)
   abstract = [a if i in _as_tuple(static_argnums) else jax.tree_util.tree_map(_abstract, a)
               for i, a in enumerate(args)]
-  with config.use_shardy_partitioner(shardy):
+  explicit = mesh is not None and any(
+      t == jax.sharding.AxisType.Explicit for t in getattr(mesh, "axis_types", ()))
+  with config.use_shardy_partitioner(shardy), (
+      jax.set_mesh(mesh) if explicit else contextlib.nullcontext()):
+    # An Explicit mesh is entered, as jax.sharding.reshard and PartitionSpecs in explicit mode
+    # need (a mesh the caller already entered stays).
     lowered = jitted.lower(*abstract, **kwargs)
     text = lowered.as_text(debug_info=True)
   devices = int(mesh.devices.size) if mesh is not None else _devices_of(in_shardings)
