@@ -116,6 +116,38 @@ std::vector<std::string> ParseManualAxes(absl::string_view text) {
   return axes;
 }
 
+// A name not yet used in `computation`: `base`, else `base.1`, `base.2`, ...
+std::string FreshName(HloComputation* computation, const std::string& base) {
+  std::string name = base;
+  for (int i = 1; computation->FindInstruction(name) != nullptr; ++i) {
+    name = absl::StrCat(base, ".", i);
+  }
+  return name;
+}
+
+// A custom-call `target` of `operand` with `sharding`, appended to `computation`.
+HloInstruction* AddCustomCall(HloComputation* computation, const std::string& name,
+                              const std::string& target, HloInstruction* operand,
+                              const Shape& shape, HloSharding sharding) {
+  auto instruction =
+      std::make_unique<HloInstruction>(HloOpcode::kCustomCall, FreshName(computation, name), shape);
+  instruction->AppendOperand(operand);
+  instruction->mutable_attrs().custom_call_target = target;
+  instruction->set_sharding(std::move(sharding));
+  return computation->AddInstruction(std::move(instruction));
+}
+
+// Every use of `from` (the root included) becomes a use of `to`, except `to`'s own.
+void ReplaceUses(HloComputation* computation, HloInstruction* from, HloInstruction* to) {
+  for (const auto& user : computation->instructions()) {
+    if (user.get() == to) continue;
+    for (int64_t i = 0; i < user->operand_count(); ++i) {
+      if (user->operand(i) == from) user->ReplaceOperand(i, to);
+    }
+  }
+  if (computation->root() == from) computation->set_root(to);
+}
+
 class Lowering {
  public:
   explicit Lowering(HloModule& module) : module_(module) {}
@@ -178,34 +210,6 @@ class Lowering {
     }
     if (hlo.size() == 1) return hlo[0];
     return HloSharding::Tuple(std::move(hlo));
-  }
-
-  std::string FreshName(HloComputation* computation, const std::string& base) {
-    std::string name = base;
-    for (int i = 1; computation->FindInstruction(name) != nullptr; ++i) {
-      name = absl::StrCat(base, ".", i);
-    }
-    return name;
-  }
-
-  HloInstruction* AddCustomCall(HloComputation* computation, const std::string& name,
-                                const std::string& target, HloInstruction* operand,
-                                const Shape& shape, HloSharding sharding) {
-    auto instruction = std::make_unique<HloInstruction>(HloOpcode::kCustomCall,
-                                                        FreshName(computation, name), shape);
-    instruction->AppendOperand(operand);
-    instruction->mutable_attrs().custom_call_target = target;
-    instruction->set_sharding(std::move(sharding));
-    return computation->AddInstruction(std::move(instruction));
-  }
-
-  static void ReplaceUses(HloComputation* computation, HloInstruction* from, HloInstruction* to) {
-    for (const auto& user : computation->instructions()) {
-      for (int64_t i = 0; i < user->operand_count(); ++i) {
-        if (user->operand(i) == from) user->ReplaceOperand(i, to);
-      }
-    }
-    if (computation->root() == from) computation->set_root(to);
   }
 
   // Replaces result `index` of `call` (the call itself when it is not a tuple, else its
@@ -432,30 +436,25 @@ class NamedLowering {
     return a;
   }
 
-  HloInstruction* AddCustomCall(HloComputation* computation, const std::string& base,
-                                const std::string& target, HloInstruction* operand,
-                                const Shape& shape, HloSharding sharding) {
-    std::string name = base;
-    for (int i = 1; computation->FindInstruction(name) != nullptr; ++i) {
-      name = absl::StrCat(base, ".", i);
-    }
-    auto instruction = std::make_unique<HloInstruction>(HloOpcode::kCustomCall, name, shape);
-    instruction->AppendOperand(operand);
-    instruction->mutable_attrs().custom_call_target = target;
-    instruction->set_sharding(std::move(sharding));
-    return computation->AddInstruction(std::move(instruction));
-  }
-
   // Replaces the results of `from` by `values` (one per result): its get-tuple-elements go,
   // any other use of a tuple-shaped `from` takes a tuple of the values.
   static void ReplaceResults(HloComputation* computation, HloInstruction* from,
                              const std::vector<HloInstruction*>& values,
                              std::set<const HloInstruction*>& dead) {
     if (!from->shape().IsTuple()) {
-      ReplaceAllUses(computation, from, values[0]);
+      ReplaceUses(computation, from, values[0]);
       return;
     }
-    HloInstruction* tuple = nullptr;
+    HloInstruction* tuple = nullptr;  // Made at the first use that needs it.
+    auto tuple_of_values = [&]() {
+      if (tuple == nullptr) {
+        auto made = std::make_unique<HloInstruction>(
+            HloOpcode::kTuple, absl::StrCat(from->name(), ".tuple"), from->shape());
+        for (HloInstruction* v : values) made->AppendOperand(v);
+        tuple = computation->AddInstruction(std::move(made));
+      }
+      return tuple;
+    };
     for (const auto& user : computation->instructions()) {
       HloInstruction* u = user.get();
       if (dead.count(u) > 0) continue;
@@ -463,39 +462,14 @@ class NamedLowering {
         if (u->operand(k) != from) continue;
         if (u->opcode() == HloOpcode::kGetTupleElement && u->attrs().tuple_index.has_value() &&
             *u->attrs().tuple_index < static_cast<int64_t>(values.size())) {
-          ReplaceAllUses(computation, u, values[*u->attrs().tuple_index]);
+          ReplaceUses(computation, u, values[*u->attrs().tuple_index]);
           dead.insert(u);
           break;
         }
-        if (tuple == nullptr) {
-          auto made = std::make_unique<HloInstruction>(
-              HloOpcode::kTuple, absl::StrCat(from->name(), ".tuple"), from->shape());
-          for (HloInstruction* v : values) made->AppendOperand(v);
-          tuple = computation->AddInstruction(std::move(made));
-        }
-        u->ReplaceOperand(k, tuple);
+        u->ReplaceOperand(k, tuple_of_values());
       }
     }
-    if (computation->root() == from) {
-      if (tuple == nullptr) {
-        auto made = std::make_unique<HloInstruction>(
-            HloOpcode::kTuple, absl::StrCat(from->name(), ".tuple"), from->shape());
-        for (HloInstruction* v : values) made->AppendOperand(v);
-        tuple = computation->AddInstruction(std::move(made));
-      }
-      computation->set_root(tuple);
-    }
-  }
-
-  static void ReplaceAllUses(HloComputation* computation, HloInstruction* from,
-                             HloInstruction* to) {
-    for (const auto& user : computation->instructions()) {
-      if (user.get() == to) continue;
-      for (int64_t i = 0; i < user->operand_count(); ++i) {
-        if (user->operand(i) == from) user->ReplaceOperand(i, to);
-      }
-    }
-    if (computation->root() == from) computation->set_root(to);
+    if (computation->root() == from) computation->set_root(tuple_of_values());
   }
 
   absl::Status Visit(HloComputation* computation, const std::vector<MeshAxisRef>& manual) {
