@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "fuzz/finding_handover.h"
 #include "fuzz/program_gen.h"
 #include "fuzz/reducer.h"
 #include "fuzz/sdy_program_gen.h"
@@ -63,33 +64,6 @@ std::vector<uint8_t> CaseBytes(uint64_t case_seed, const ProgramGenOptions& gen)
   std::vector<uint8_t> bytes(kRecipeHeaderBytes + steps * kRecipeStepBytes);
   for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
   return bytes;
-}
-
-std::string FirstLine(const std::string& text) {
-  std::string line = text.substr(0, text.find('\n'));
-  return line.substr(0, 120);
-}
-
-// The trial whose inputs showed the difference.
-int64_t FailingTrial(const CheckOutcome& outcome) {
-  if (outcome.xla_end_to_end.has_value() && outcome.xla_end_to_end->trial >= 0) {
-    return outcome.xla_end_to_end->trial;
-  }
-  return std::max<int64_t>(0, outcome.report.failing_trial);
-}
-
-std::string DivergenceText(const CheckOutcome& outcome) {
-  if (!outcome.oracle_ran || !outcome.report.first_divergence.has_value()) return "";
-  const oracle::Divergence& d = *outcome.report.first_divergence;
-  return absl::StrCat(d.instruction, " (line ", d.location.line, ") should hold ", d.holds,
-                      " under ", d.sharding, "; wrong on ", d.devices_wrong,
-                      " devices, first device ", d.device, " at [",
-                      absl::StrJoin(d.mismatch.global_index, ","), "]: expected ",
-                      d.mismatch.expected, ", got ", d.mismatch.actual);
-}
-
-int64_t MaxRecvBytes(const HloModule& partitioned) {
-  return partitioner::CostOfModule(partitioned, partitioned.num_partitions()).total.max_recv_bytes;
 }
 
 // One case's outcome under one partitioner, kept until every partitioner has run (for the
@@ -366,16 +340,10 @@ class Campaign {
   // Records a failing case; returns the slot of a new signature to reduce and write, or -1.
   int64_t RecordFailure(const std::string& spec, const FailureSignature& signature,
                         const std::string& message, int64_t index, uint64_t case_seed);
-  // Reduces a new finding, writes its folder and fills its slot.
-  // kBytes: reduced while `cheaper` still receives far less; kLint: while the lint still proves
-  // the same pattern.
-  enum class WastefulKind { kNone, kBytes, kLint };
+  // Reduces a new finding within the time budget, writes its folder and fills its slot.
   void HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot, const HloModule& program,
                 const FailureSignature& signature, const CheckOptions& check, WastefulKind wasteful,
                 PartitionerUnderTest* cheaper);
-  std::vector<VersionCheck> OtherVersions(Job& job, const std::string& spec,
-                                          const HloModule& module, const std::string& signature,
-                                          const CheckOptions& check);
 
   const CampaignOptions& options_;
   std::vector<KnownFinding> known_;
@@ -415,71 +383,38 @@ int64_t Campaign::RecordFailure(const std::string& spec, const FailureSignature&
   return static_cast<int64_t>(report_.failures.size()) - 1;
 }
 
-std::vector<VersionCheck> Campaign::OtherVersions(Job& job, const std::string& spec,
-                                                  const HloModule& module,
-                                                  const std::string& signature,
-                                                  const CheckOptions& check) {
-  if (job.matrix == nullptr) {
-    job.matrix =
-        std::make_unique<target::VersionMatrix>(options_.other_xla_pythons, options_.target);
-  }
-  return job.matrix->Try(spec, module, signature, check);
-}
-
 void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot,
                         const HloModule& program, const FailureSignature& signature,
                         const CheckOptions& check, WastefulKind wasteful,
                         PartitionerUnderTest* cheaper) {
   const Clock::time_point started = Clock::now();
   const std::string spec = partitioner.spec();
-  // Reduce while the partitioner keeps failing the same way (same signature).
-  InterestingnessFn still_fails = [&](const HloModule& m) -> absl::StatusOr<bool> {
-    // A campaign that reached its time limit still finishes the reduction in hand.
-    if (aborting()) return absl::CancelledError("campaign stopped");
-    if (wasteful == WastefulKind::kLint) {
-      absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
-      if (!o.ok() || o->status != CheckStatus::kHolds || o->partitioned == nullptr) return false;
-      const std::vector<CostFinding> cheaper_chains = options_.cost_check(
-          *o->partitioned,
-          o->partitioned_text.empty() ? PrintModule(*o->partitioned) : o->partitioned_text,
-          o->judged_global != nullptr ? *o->judged_global : m);
-      for (const CostFinding& f : cheaper_chains) {
-        if (signature.text == target::SanitizedName(absl::StrCat(target::SignaturePrefix(spec),
-                                                                 ".wasteful.", f.pattern))) {
-          return true;
-        }
+  // The time budget (--seconds) covers the reductions: a reduction gets what is left of it, less
+  // a reserve for writing the finding; a finding the budget leaves unreduced is written as found,
+  // for `spmdcheck reduce DIR` to finish later.
+  double reduce_seconds = options_.reduce_seconds;
+  std::string unreduced = "--reduce-seconds 0";
+  const double left = options_.seconds > 0 ? options_.seconds - elapsed() : 0;
+  if (options_.seconds > 0) {
+    const double reserve = std::min(10.0, 0.05 * options_.seconds);
+    if (left - reserve < reduce_seconds) {
+      reduce_seconds = std::max(0.0, left - reserve);
+      if (reduce_seconds < 1) {
+        reduce_seconds = 0;
+        unreduced = "the campaign's time budget (--seconds) ran out";
       }
-      return false;
     }
-    if (wasteful == WastefulKind::kBytes) {
-      const int64_t n = m.num_partitions();
-      absl::StatusOr<target::PartitionOutput> a = partitioner.Partition(m, n);
-      absl::StatusOr<target::PartitionOutput> b = cheaper->Partition(m, n);
-      if (!a.ok() || !b.ok() || a->status != target::PartitionStatus::kOk ||
-          b->status != target::PartitionStatus::kOk) {
-        return false;
-      }
-      const int64_t more = MaxRecvBytes(*a->partitioned);
-      const int64_t less = MaxRecvBytes(*b->partitioned);
-      return more >= options_.wasteful_min_bytes + less &&
-             static_cast<double>(more) >= options_.wasteful_ratio * static_cast<double>(less);
-    }
-    absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
-    if (!o.ok()) return false;
-    return target::SignatureOf(spec, *o, m).text == signature.text;
-  };
-  ReduceOptions reduce_options;
-  reduce_options.max_seconds = options_.reduce_seconds;
-  // --reduce-seconds 0: written as found (a budget of 0 would mean none to the reducer).
-  // A program from jax's level is compiled from its StableHLO; the reducer changes HLO, which
-  // would leave that route: kept as generated.
-  const bool jax_level = !program.jax_source().empty();
-  absl::StatusOr<ReduceResult> reduced =
-      jax_level ? absl::StatusOr<ReduceResult>(
-                      absl::CancelledError("an sdy-level program (module.mlir), kept as generated"))
-      : options_.reduce_seconds > 0
-          ? ReduceModule(program, still_fails, reduce_options)
-          : absl::StatusOr<ReduceResult>(absl::CancelledError("--reduce-seconds 0"));
+  }
+  FindingPredicateOptions predicate_options;
+  predicate_options.wasteful = wasteful;
+  predicate_options.cheaper = cheaper;
+  predicate_options.cost_check = options_.cost_check;
+  predicate_options.wasteful_ratio = options_.wasteful_ratio;
+  predicate_options.wasteful_min_bytes = options_.wasteful_min_bytes;
+  predicate_options.cancelled = [this] { return aborting(); };
+  absl::StatusOr<ReduceResult> reduced = ReduceFinding(
+      program, FindingPredicate(partitioner, signature.text, check, predicate_options),
+      reduce_seconds, unreduced);
   const HloModule& repro = reduced.ok() ? *reduced->module : program;
 
   FindingRecord record;
@@ -495,67 +430,29 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
     record.seconds_to_find = f.seconds_to_find;
     record.message = f.message;
   }
-  const std::string folder =
-      (std::filesystem::path(options_.out_dir) / target::SanitizedName(signature.text)).string();
-  record.reproduce =
-      absl::StrCat("spmdcheck check ", folder, jax_level ? "/module.mlir" : "/module.hlo",
-                   " --seed ", record.case_seed, " --trials 1", ReproduceFlags(spec));
-  record.reduction = reduced.ok() ? absl::StrCat("reduced: ", reduced->report.ToString())
-                                  : absl::StrCat("not reduced: ", reduced.status().message());
-  FindingFiles files;
-  files.module = &repro;
-  files.jax_source = program.jax_source();
-  CheckOptions final_check = check;
-  absl::StatusOr<CheckOutcome> final_outcome = CheckPartitioning(repro, partitioner, final_check);
-  int64_t trial = 0;
-  if (final_outcome.ok()) {
-    if (wasteful == WastefulKind::kNone) record.message = final_outcome->message;
-    record.divergence = DivergenceText(*final_outcome);
-    record.partitioner_version = final_outcome->self_report.version;
-    files.partitioned_text = final_outcome->partitioned_text;
-    if (files.partitioned_text.empty() && final_outcome->partitioned != nullptr) {
-      files.partitioned_text = PrintModule(*final_outcome->partitioned);
-    }
-    trial = FailingTrial(*final_outcome);
-    if (options_.bisect_passes && final_outcome->finding == target::Finding::kConfirmedByXla &&
-        final_outcome->oracle_ran && final_outcome->report.verdict == Verdict::kHolds) {
-      if (auto* xla = dynamic_cast<target::XlaPartitioner*>(&partitioner)) {
-        absl::StatusOr<target::PassBisection> bisection =
-            target::BisectPasses(repro, *xla, final_check);
-        record.broken_by = bisection.ok() ? bisection->Summary()
-                                          : absl::StrCat("unknown: ", bisection.status().message());
-      }
-    }
-  }
-  bool tuple_parameters = false;
-  for (const HloInstruction* p : repro.entry()->parameters()) {
-    tuple_parameters = tuple_parameters || !p->shape().IsArray();
-  }
-  if (!tuple_parameters) {
-    files.inputs =
-        oracle::TrialInputs(repro, record.case_seed, trial, oracle::InputStyle::kSmallIntegers);
-  }
-  if (wasteful != WastefulKind::kNone) {
-    record.repro_note = "a wasteful partitioning has no wrong result to reproduce";
+  record.reduction =
+      reduced.ok()
+          ? absl::StrCat("reduced: ", reduced->report.ToString())
+          : absl::StrCat("not reduced: ", reduced.status().message(),
+                         program.jax_source().empty() ? " (spmdcheck reduce DIR reduces it)" : "");
+  FindingWriteOptions write;
+  write.out_dir = options_.out_dir;
+  write.wasteful = wasteful;
+  write.bisect_passes = options_.bisect_passes;
+  write.reproduce_flags = ReproduceFlags(spec);
+  // The other jaxlibs start a worker each: tried while the budget allows (a tenth of it left).
+  if (options_.seconds > 0 && options_.seconds - elapsed() < 0.1 * options_.seconds) {
+    write.versions_note =
+        "not tried: the campaign's time budget ran out (spmdcheck reduce DIR tries them)";
   } else {
-    target::ReproRequest request;
-    request.seed = record.case_seed;
-    request.trial = trial;
-    request.found = absl::StrCat(signature.text, ": ", FirstLine(record.message));
-    request.command = absl::StrCat("spmdcheck repro ", folder, "/module.hlo --jax --seed ",
-                                   record.case_seed, " --trial ", trial, ReproduceFlags(spec));
-    absl::StatusOr<target::ReproScript> script =
-        target::MakeReproScript(repro, partitioner, request);
-    absl::StatusOr<std::string> text = script.ok() ? target::RenderReproScript(*script)
-                                                   : absl::StatusOr<std::string>(script.status());
-    if (text.ok()) {
-      files.repro_script = *std::move(text);
-    } else {
-      record.repro_note = absl::StrCat("no repro.py: ", text.status().message());
+    if (job.matrix == nullptr) {
+      job.matrix =
+          std::make_unique<target::VersionMatrix>(options_.other_xla_pythons, options_.target);
     }
+    write.matrix = job.matrix.get();
   }
-  record.versions = OtherVersions(job, spec, repro, signature.text, check);
-  absl::StatusOr<std::string> written = WriteFindingFolder(options_.out_dir, record, files);
+  absl::StatusOr<std::string> written =
+      WriteFinding(partitioner, repro, program.jax_source(), check, write, record);
 
   std::lock_guard<std::mutex> lock(mu);
   report_.times.reduce += SecondsSince(started);
@@ -573,7 +470,7 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   f.message = record.message;
   f.versions = record.versions;
   f.broken_by = record.broken_by;
-  f.has_repro_script = !files.repro_script.empty();
+  f.has_repro_script = !record.reproduce.empty() && record.repro_note.empty();
   if (reduced.ok()) {
     f.instructions_before = reduced->report.entry_instructions_before;
     f.instructions_after = reduced->report.entry_instructions_after;
@@ -589,12 +486,19 @@ void Campaign::RunJob() {
       target::MakePartitioners(options_.partitioners, target_options_);
   if (!made.ok()) return;
   job.partitioners = *std::move(made);
+  // A case is not started when it would likely end past the budget (T + 5%): its expected time
+  // is a moving average of this job's cases (the first, which starts the XLA workers, left out).
+  double case_estimate = 0;
+  int64_t cases_done = 0;
   while (!stopping()) {
+    if (options_.seconds > 0 &&
+        (elapsed() >= options_.seconds || elapsed() + case_estimate > 1.05 * options_.seconds)) {
+      break;
+    }
     const int64_t k = next_case_.fetch_add(1);
     if (options_.cases > 0 && k >= options_.cases) break;
     const int64_t index =
         options_.first_case + k * std::max<int64_t>(1, options_.shard_count) + options_.shard_index;
-    if (options_.seconds > 0 && elapsed() >= options_.seconds) break;
     const uint64_t case_seed = CaseSeed(options_.seed, index);
     // An sdy-level case (a program as jax lowers it for Shardy) or an HLO-level one.
     const bool sdy_case =
@@ -624,7 +528,7 @@ void Campaign::RunJob() {
           break;
         }
         if (!absl::IsUnimplemented(module.status())) {
-          import_error = FirstLine(std::string(module.status().message()));
+          import_error = FirstLineOf(std::string(module.status().message()));
         }
       }
     }
@@ -674,8 +578,8 @@ void Campaign::RunJob() {
       if (!outcome.ok()) {
         ++tally.unknown;
         ++report_.progress.unsupported;
-        ++report_
-              .unsupported_reasons[FirstLine(absl::StrCat(spec, ": ", outcome.status().message()))];
+        ++report_.unsupported_reasons[FirstLineOf(
+            absl::StrCat(spec, ": ", outcome.status().message()))];
         continue;
       }
       tally.seconds += outcome->self_report.seconds;
@@ -745,7 +649,7 @@ void Campaign::RunJob() {
       if (signature.text.empty()) {
         ++tally.unknown;
         ++report_.progress.unsupported;
-        ++report_.unsupported_reasons[FirstLine(
+        ++report_.unsupported_reasons[FirstLineOf(
             spec == "reference" ? outcome->message : absl::StrCat(spec, ": ", outcome->message))];
         continue;
       }
@@ -800,8 +704,12 @@ void Campaign::RunJob() {
         }
       }
     }
+    const double case_seconds = std::max(0.0, SecondsSince(generate_start) - handed_over);
+    if (++cases_done > 1) {
+      case_estimate = cases_done == 2 ? case_seconds : 0.7 * case_estimate + 0.3 * case_seconds;
+    }
     std::lock_guard<std::mutex> lock(mu);
-    report_.times.cases += std::max(0.0, SecondsSince(generate_start) - handed_over);
+    report_.times.cases += case_seconds;
   }
 }
 

@@ -96,6 +96,7 @@ nlohmann::json FindingRecord::ToJson() const {
           {"first_divergence", divergence},
           {"reduction", reduction},
           {"other_versions", versions_json},
+          {"other_versions_note", versions_note},
           {"broken_by_pass", broken_by},
           {"repro_note", repro_note}};
 }
@@ -126,6 +127,9 @@ absl::StatusOr<std::string> WriteFindingFolder(const std::string& dir, const Fin
   if (!record.broken_by.empty()) header << "// broken by: " << OneLine(record.broken_by) << "\n";
   for (const VersionCheck& v : record.versions) {
     header << "// " << (v.versions.empty() ? v.venv : v.versions) << ": " << v.verdict << "\n";
+  }
+  if (!record.versions_note.empty()) {
+    header << "// other versions: " << OneLine(record.versions_note) << "\n";
   }
   header << "// " << OneLine(record.reduction) << "\n";
   if (absl::Status s = WriteText(folder / "module.hlo", header.str() + PrintModule(*files.module));

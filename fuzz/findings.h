@@ -55,8 +55,9 @@ struct FindingRecord {
   std::string reduction;   // The reducer's report, or why not reduced.
   std::string partitioner_version;
   std::vector<VersionCheck> versions;
-  std::string broken_by;   // For a miscompile made after spmd-partitioning: the pass.
-  std::string repro_note;  // Why there is no repro.py, when there is none.
+  std::string versions_note;  // Why `versions` were not tried, when they were not.
+  std::string broken_by;      // For a miscompile made after spmd-partitioning: the pass.
+  std::string repro_note;     // Why there is no repro.py, when there is none.
   nlohmann::json ToJson() const;
 };
 

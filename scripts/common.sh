@@ -40,9 +40,13 @@ spmdcheck_build() {
   local launcher
   launcher="$(spmdcheck_ccache_env)"
   spmdcheck_ccache_env >/dev/null
-  if [ ! -f "$SPMDCHECK_BUILD_DIR/build.ninja" ]; then
+  # Warnings are errors under CI=true (configured again if an earlier build said otherwise).
+  local werror=OFF
+  [ "${CI:-}" = "true" ] && werror=ON
+  if [ ! -f "$SPMDCHECK_BUILD_DIR/build.ninja" ] ||
+    ! grep -q "^SPMDCHECK_WERROR:BOOL=$werror\$" "$SPMDCHECK_BUILD_DIR/CMakeCache.txt" 2>/dev/null; then
     cmake -S "$SPMDCHECK_ROOT" -B "$SPMDCHECK_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-      $launcher >/dev/null
+      -DSPMDCHECK_WERROR="$werror" $launcher >/dev/null
   fi
   if [ "$#" -gt 0 ]; then
     cmake --build "$SPMDCHECK_BUILD_DIR" -j "$(nproc)" --target "$@"

@@ -276,15 +276,27 @@ struct Executions {
   double interpreter_seconds = 0;
 };
 
+// The trials XLA's executables run, in order: the oracle's trials 0..trials-1; when only the
+// oracle has seen a difference (on `oracle_failing_trial`), that trial's inputs first and as many
+// fresh trials again after them, so that a difference XLA shows on other inputs is not missed.
+std::vector<int64_t> ExecutionTrialOrder(int64_t trials, int64_t oracle_failing_trial) {
+  std::vector<int64_t> order;
+  if (oracle_failing_trial >= 0) order.push_back(oracle_failing_trial);
+  const int64_t count = oracle_failing_trial >= 0 ? 2 * trials + 1 : trials;
+  for (int64_t t = 0; static_cast<int64_t>(order.size()) < count; ++t) {
+    if (t != oracle_failing_trial) order.push_back(t);
+  }
+  return order;
+}
+
 // XLA's sharded executable vs XLA's single-device run, and our interpreter vs that run, on the
-// inputs of the oracle's first trials.
+// inputs of the oracle's trials `trial_order` (the same seed, so the same inputs).
 Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutput& out,
                          const HloModule& sent, const HloModule& judged,
                          const std::vector<HloSharding>& parameter_shardings,
                          const std::vector<HloSharding>& output_shardings,
-                         const CheckOptions& options) {
+                         const std::vector<int64_t>& trial_order, const CheckOptions& options) {
   Executions result;
-  const int64_t trials = std::min<int64_t>(options.trials, 2);
   const int64_t n = out.executable->num_devices();
   auto unknown = [&](std::string why) {
     for (ExecutionCheck* check : {&result.end_to_end, &result.interpreter}) {
@@ -303,7 +315,9 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
           "them)");
     }
   }
-  for (int64_t trial = 0; trial < trials; ++trial) {
+  for (size_t run = 0; run < trial_order.size(); ++run) {
+    const int64_t trial = trial_order[run];
+    const int64_t trials_run = static_cast<int64_t>(run) + 1;
     std::vector<Literal> inputs =
         oracle::TrialInputs(sent, options.seed, trial, oracle::InputStyle::kSmallIntegers);
     absl::StatusOr<std::vector<Literal>> single = partitioner.RunGlobal(sent, inputs);
@@ -347,7 +361,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
             mismatch = absl::StrCat(MismatchText(*m), " (expected = XLA, got = ours)");
           }
         }
-        result.interpreter.trials_run = trial + 1;
+        result.interpreter.trials_run = trials_run;
         if (mismatch.has_value()) {
           result.interpreter.verdict = Verdict::kFails;
           result.interpreter.detail = *mismatch;
@@ -408,7 +422,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
       }
       return unknown(*error);
     }
-    result.end_to_end.trials_run = trial + 1;
+    result.end_to_end.trials_run = trials_run;
     if (!poisoned.wrong_devices.empty()) {
       ExecutionCheck zeroed;
       std::optional<std::string> error = run_sharded(oracle::PaddingFill::kZero, zeroed);
@@ -757,8 +771,11 @@ absl::StatusOr<CheckOutcome> CheckPartitioningImpl(const HloModule& global,
   }
 
   const auto executions_start = std::chrono::steady_clock::now();
-  Executions executions = RunExecutions(partitioner, out, *prepared, *judged, parameter_shardings,
-                                        output_shardings, options);
+  const int64_t oracle_failing_trial =
+      oracle_verdict == Verdict::kFails ? outcome.report.failing_trial : -1;
+  Executions executions =
+      RunExecutions(partitioner, out, *prepared, *judged, parameter_shardings, output_shardings,
+                    ExecutionTrialOrder(options.trials, oracle_failing_trial), options);
   outcome.execution_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - executions_start).count();
   outcome.interpreter_seconds = executions.interpreter_seconds;
@@ -803,8 +820,9 @@ absl::StatusOr<CheckOutcome> CheckPartitioningImpl(const HloModule& global,
     outcome.message =
         e2e.verdict == Verdict::kHolds
             ? absl::StrCat("oracle-only: our oracle finds ", oracle_message,
-                           ", but XLA's sharded executable agrees with its ", e2e.reference,
-                           "; "
+                           ", but XLA's sharded executable agrees with its ", e2e.reference, " on ",
+                           e2e.trials_run,
+                           " trials (the oracle's failing inputs first); "
                            "not an XLA bug until XLA's execution shows it (investigate ours)")
             : absl::StrCat("oracle-only (XLA's execution inconclusive: ", e2e.detail,
                            "): our oracle finds ", oracle_message);

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -82,6 +83,7 @@ absl::StatusOr<Spawned> Spawn(const std::vector<std::string>& argv, const Proces
     for (int fd : {in[0], in[1], out[0], out[1]}) close(fd);
     return absl::InternalError("pipe failed");
   }
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     for (int fd : {in[0], in[1], out[0], out[1], err[0], err[1], status_pipe[0], status_pipe[1]}) {
@@ -91,6 +93,12 @@ absl::StatusOr<Spawned> Spawn(const std::vector<std::string>& argv, const Proces
   }
   if (pid == 0) {
     setpgid(0, 0);
+    // The child dies with us, even when we are killed without a chance to clean up (a SIGKILL, a
+    // `timeout`'s SIGTERM) while it is stuck in a compile: its own process group keeps it out of
+    // our terminal's signals, so nothing else would end it. (The signal comes when the thread
+    // that forked ends; a worker outliving its thread is restarted by its owner when next used.)
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);  // We died before prctl took effect.
     dup2(in[0], 0);
     dup2(out[1], 1);
     dup2(err[1], 2);

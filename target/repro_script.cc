@@ -11,6 +11,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "ir/data_dir.h"
 #include "ir/hlo_printer.h"
 #include "nlohmann/json.hpp"
 #include "oracle/inputs.h"
@@ -42,7 +43,7 @@ std::string PythonList(const std::vector<std::string>& items) {
 
 // The jax version workers/xla/requirements.txt pins, or "unknown".
 std::string PinnedJaxVersion() {
-  std::ifstream in(SpmdcheckSourceDir() + "/workers/xla/requirements.txt");
+  std::ifstream in(SpmdcheckDataDir() + "/workers/xla/requirements.txt");
   std::string line;
   while (std::getline(in, line)) {
     absl::string_view view = absl::StripAsciiWhitespace(line);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "ir/data_dir.h"
 #include "target/signature.h"
 #include "target/xla_partitioner.h"
 #include "target/xla_worker.h"
@@ -36,7 +37,7 @@ std::vector<std::string> DefaultMatrixPythons() {
   }
   if (!Env("SPMDCHECK_XLA_VENV").empty() || !Env("SPMDCHECK_XLA_PYTHON").empty()) return pythons;
   std::error_code error;
-  for (const auto& entry : std::filesystem::directory_iterator(SpmdcheckSourceDir(), error)) {
+  for (const auto& entry : std::filesystem::directory_iterator(SpmdcheckDataDir(), error)) {
     const std::string name = entry.path().filename().string();
     const std::filesystem::path python = entry.path() / "bin" / "python";
     if (name.rfind(".venv-jax", 0) == 0 && std::filesystem::exists(python, error)) {

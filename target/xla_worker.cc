@@ -19,11 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "ir/data_dir.h"
 #include "ir/primitive_type.h"
-
-#ifndef SPMDCHECK_SOURCE_DIR
-#define SPMDCHECK_SOURCE_DIR "."
-#endif
 
 namespace spmdcheck::target {
 namespace {
@@ -42,14 +39,15 @@ std::string Tail(const std::string& text, size_t bytes) {
 std::string DefaultXlaPython() {
   if (std::string python = Env("SPMDCHECK_XLA_PYTHON"); !python.empty()) return python;
   if (std::string venv = Env("SPMDCHECK_XLA_VENV"); !venv.empty()) return venv + "/bin/python";
-  return std::string(SPMDCHECK_SOURCE_DIR) + "/.venv/bin/python";
+  // A build tree's data dir is the checkout, where ./scripts/run-tests makes .venv; an installed
+  // spmdcheck has none and runs the python on PATH.
+  const std::string venv_python = SpmdcheckDataDir() + "/.venv/bin/python";
+  return access(venv_python.c_str(), X_OK) == 0 ? venv_python : "python3";
 }
-
-std::string SpmdcheckSourceDir() { return SPMDCHECK_SOURCE_DIR; }
 
 std::string DefaultXlaWorkerScript() {
   if (std::string script = Env("SPMDCHECK_XLA_WORKER"); !script.empty()) return script;
-  return std::string(SPMDCHECK_SOURCE_DIR) + "/workers/xla/spmdcheck_xla_worker.py";
+  return SpmdcheckDataDir() + "/workers/xla/spmdcheck_xla_worker.py";
 }
 
 XlaWorker::XlaWorker(XlaWorkerOptions options) : options_(std::move(options)) {

@@ -26,12 +26,11 @@ struct XlaWorkerOptions {
   std::string scratch_dir;             // Empty: a fresh temporary directory.
 };
 
-// $SPMDCHECK_XLA_PYTHON, else $SPMDCHECK_XLA_VENV/bin/python, else the project's .venv.
+// $SPMDCHECK_XLA_PYTHON, else $SPMDCHECK_XLA_VENV/bin/python, else the data dir's .venv (the
+// checkout's, ir/data_dir.h), else python3 on PATH.
 std::string DefaultXlaPython();
+// $SPMDCHECK_XLA_WORKER, else the data dir's workers/xla/spmdcheck_xla_worker.py.
 std::string DefaultXlaWorkerScript();
-// The checkout spmdcheck was built from: the worker script, the pinned requirements and the
-// known XLA findings (corpus/xla-findings/known.json) live there.
-std::string SpmdcheckSourceDir();
 
 struct WorkerAnswer {
   nlohmann::json result;  // When the request succeeded.

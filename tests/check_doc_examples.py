@@ -152,11 +152,14 @@ def main():
                 os.mkdir(workdir)
 
                 def local(s):
+                    # `/tmp/` that starts a path of the docs goes to the scratch directory first,
+                    # so that a checkout, ../shared or a venv under /tmp is left as it is.
+                    s = re.sub(r"(?<![\w./-])/tmp/", lambda _: workdir + "/", s)
                     s = s.replace("../shared/", shared + "/")
                     # The project's python in a command runs the virtual environment in use.
                     if s.startswith(".venv/bin/python "):
                         s = os.path.join(venv, "bin", "python") + s[len(".venv/bin/python"):]
-                    return s.replace("/tmp/", workdir + "/")
+                    return s
 
                 for command, expected in steps:
                     expected = [local(e) for e in expected]

@@ -14,8 +14,10 @@
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
 #include "oracle/engine.h"
+#include "oracle/inputs.h"
 #include "oracle/sharded_values.h"
 #include "target/signature.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::target {
 namespace {
@@ -191,6 +193,95 @@ TEST(CheckPipelineVerdicts, UnreadableXlaOutputIsOurGapNotACrash) {
   EXPECT_THAT(o.message, HasSubstr("a gap of ours"));
 }
 
+// An executable that runs `right` on its first `right_runs` runs and `wrong` after them, and
+// keeps every run's arguments: a miscompile that shows only on some inputs.
+class WrongFromRun : public Executable {
+ public:
+  WrongFromRun(int64_t right_runs, std::vector<std::vector<std::vector<Literal>>>* seen)
+      : right_(kRight, 0), wrong_(kWrong, 0), right_runs_(right_runs), seen_(seen) {}
+  int64_t num_devices() const override { return 2; }
+  absl::StatusOr<std::vector<std::vector<Literal>>> Run(
+      const std::vector<std::vector<Literal>>& arguments) override {
+    seen_->push_back(arguments);
+    return static_cast<int64_t>(seen_->size()) <= right_runs_ ? right_.Run(arguments)
+                                                              : wrong_.Run(arguments);
+  }
+
+ private:
+  InterpretedExecutable right_, wrong_;
+  int64_t right_runs_;
+  std::vector<std::vector<std::vector<Literal>>>* seen_;
+};
+
+class XlaWrongFromRun : public FakeXla {
+ public:
+  XlaWrongFromRun(const char* partitioned, int64_t right_runs)
+      : FakeXla(partitioned, kRight), right_runs_(right_runs) {}
+  absl::StatusOr<PartitionOutput> Partition(const HloModule& global, int64_t n) override {
+    absl::StatusOr<PartitionOutput> out = FakeXla::Partition(global, n);
+    out->executable = std::make_shared<WrongFromRun>(right_runs_, &runs);
+    return out;
+  }
+  std::vector<std::vector<std::vector<Literal>>> runs;
+
+ private:
+  int64_t right_runs_;
+};
+
+// XLA's executions run every trial --trials asks for (they stopped at 2, and a miscompile that
+// shows on the third inputs was called oracle-only).
+TEST(CheckPipelineTrials, XlasExecutionsHonourTrials) {
+  XlaWrongFromRun xla(kRight, /*right_runs=*/2);
+  std::unique_ptr<HloModule> global = Parse(kGlobal);
+  CheckOptions options;
+  options.trials = 4;
+  absl::StatusOr<CheckOutcome> o = CheckPartitioning(*global, xla, options);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->status, CheckStatus::kFails) << o->message;
+  EXPECT_EQ(o->finding, Finding::kConfirmedByXla);
+  ASSERT_TRUE(o->xla_end_to_end.has_value());
+  EXPECT_EQ(o->xla_end_to_end->trial, 2);
+  EXPECT_EQ(o->xla_end_to_end->trials_run, 3);
+
+  XlaWrongFromRun holds(kRight, /*right_runs=*/100);
+  o = CheckPartitioning(*global, holds, options);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->status, CheckStatus::kHolds) << o->message;
+  EXPECT_EQ(o->xla_end_to_end->trials_run, 4);
+  EXPECT_EQ(holds.runs.size(), 4u);
+}
+
+// A difference only the oracle sees is retried on XLA: the oracle's failing inputs first, then
+// twice as many trials as asked, before it is called oracle-only.
+TEST(CheckPipelineTrials, OracleOnlyIsRetriedOnXlaWithTheOraclesInputsFirst) {
+  XlaWrongFromRun xla(kWrong, /*right_runs=*/100);
+  std::unique_ptr<HloModule> global = Parse(kGlobal);
+  CheckOptions options;
+  options.trials = 2;
+  options.seed = 5;
+  absl::StatusOr<CheckOutcome> o = CheckPartitioning(*global, xla, options);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->finding, Finding::kOracleOnly) << o->message;
+  ASSERT_GE(o->report.failing_trial, 0);
+  EXPECT_EQ(o->xla_end_to_end->trials_run, 5);
+  EXPECT_THAT(o->message, HasSubstr("on 5 trials (the oracle's failing inputs first)"));
+  ASSERT_EQ(xla.runs.size(), 5u);
+  // The first run's shards are the oracle's failing trial's inputs.
+  std::vector<Literal> failing = oracle::TrialInputs(*global, options.seed, o->report.failing_trial,
+                                                     oracle::InputStyle::kSmallIntegers);
+  absl::StatusOr<Literal> shard0 = oracle::ShardOf(
+      failing[0], *global->entry()->parameters()[0]->sharding(), 0, oracle::PaddingFill::kPoison);
+  ASSERT_TRUE(shard0.ok());
+  EXPECT_EQ(xla.runs[0][0][0], *shard0);
+
+  // And a miscompile XLA shows only on those extra inputs is confirmed.
+  XlaWrongFromRun late(kWrong, /*right_runs=*/3);
+  o = CheckPartitioning(*global, late, options);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->status, CheckStatus::kFails) << o->message;
+  EXPECT_EQ(o->finding, Finding::kConfirmedByXla);
+}
+
 TEST(DescribeModuleChanges, NamesOpcodeCountsThatMoved) {
   std::unique_ptr<HloModule> a = Parse(kGlobal);
   std::unique_ptr<HloModule> b = Parse(kWrong);
@@ -202,7 +293,7 @@ TEST(DescribeModuleChanges, NamesOpcodeCountsThatMoved) {
 // The check pipeline knows which module is global: a matching signature does not make the
 // global program a partitioned one (tests/data/manual_region_same_signature.hlo).
 TEST(CheckPipeline, AGlobalProgramWithAManualRegionIsJudgedAsGlobal) {
-  std::ifstream in(std::string(SPMDCHECK_SOURCE_DIR) +
+  std::ifstream in(::spmdcheck::test_support::SourceDir() +
                    "/tests/data/manual_region_same_signature.hlo");
   std::stringstream text;
   text << in.rdbuf();

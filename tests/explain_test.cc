@@ -33,7 +33,7 @@ std::string ReadText(const std::string& path) {
 }
 
 std::string SourcePath(const std::string& relative) {
-  return std::string(SPMDCHECK_SOURCE_DIR) + "/" + relative;
+  return ::spmdcheck::test_support::SourceDir() + "/" + relative;
 }
 
 struct Explained {

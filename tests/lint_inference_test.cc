@@ -76,8 +76,8 @@ Linted Lint(const std::string& text, bool infer = true) {
 
 std::vector<fs::path> CorpusFiles(const std::string& kind) {
   std::vector<fs::path> files;
-  for (const auto& entry :
-       fs::directory_iterator(fs::path(SPMDCHECK_SOURCE_DIR) / "corpus/lint" / kind)) {
+  for (const auto& entry : fs::directory_iterator(fs::path(::spmdcheck::test_support::SourceDir()) /
+                                                  "corpus/lint" / kind)) {
     if (entry.path().extension() == ".hlo") files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
@@ -244,7 +244,8 @@ TEST(InferHoldingsTest, TheIssuesPatternsAreFoundAsWithAnnotations) {
   for (const std::string file :
        {"wasteful/01_ag_ds_own_tile.hlo", "wasteful/03_two_permutes.hlo",
         "wasteful/06_ag_ds_retile.hlo", "wasteful/07_ag_ds_device_order.hlo"}) {
-    const std::string text = ReadText(std::string(SPMDCHECK_SOURCE_DIR) + "/corpus/lint/" + file);
+    const std::string text =
+        ReadText(::spmdcheck::test_support::SourceDir() + "/corpus/lint/" + file);
     Linted annotated = Lint(text);
     Linted stripped = Lint(StripShardings(text));
     EXPECT_EQ(annotated.report.chains, stripped.report.chains) << file;

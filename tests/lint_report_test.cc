@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "lint/lint.h"
 #include "partitioner/cost_model.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::lint {
 namespace {
@@ -26,8 +27,10 @@ using partitioner::CollectiveCost;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr char kSarifSchema[] = SPMDCHECK_SOURCE_DIR "/tests/data/sarif-schema-2.1.0.json";
-constexpr char kValidator[] = SPMDCHECK_SOURCE_DIR "/tests/validate_json_schema.py";
+const std::string kSarifSchema =
+    ::spmdcheck::test_support::SourcePath("tests/data/sarif-schema-2.1.0.json");
+const std::string kValidator =
+    ::spmdcheck::test_support::SourcePath("tests/validate_json_schema.py");
 
 // Strings that JSON must escape.
 constexpr char kTrickyMessage[] =

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
 #include "lint/lint.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::lint {
 namespace {
@@ -29,7 +30,7 @@ LintReport LintText(const std::string& text) {
 }
 
 LintReport LintCorpus(const std::string& file) {
-  std::ifstream in(std::string(SPMDCHECK_SOURCE_DIR) + "/corpus/lint/" + file);
+  std::ifstream in(::spmdcheck::test_support::SourceDir() + "/corpus/lint/" + file);
   std::stringstream text;
   text << in.rdbuf();
   return LintText(text.str());

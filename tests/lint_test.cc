@@ -177,8 +177,8 @@ TEST_F(SeedLintTest, TopologyFiguresWeightCrossNodeBytes) {
 
 std::vector<std::string> CorpusFiles(const std::string& folder) {
   std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(std::string(SPMDCHECK_SOURCE_DIR) +
-                                                               "/corpus/lint/" + folder)) {
+  for (const auto& entry : std::filesystem::directory_iterator(
+           ::spmdcheck::test_support::SourceDir() + "/corpus/lint/" + folder)) {
     if (entry.path().extension() == ".hlo") files.push_back(entry.path().string());
   }
   std::sort(files.begin(), files.end());
@@ -211,7 +211,7 @@ TEST(LintCorpusTest, NoGoodChainIsFlagged) {
 }
 
 TEST(LintCorpusTest, NamedPatternsCiteTheirCatalogRules) {
-  const std::string dir = std::string(SPMDCHECK_SOURCE_DIR) + "/corpus/lint/wasteful/";
+  const std::string dir = ::spmdcheck::test_support::SourceDir() + "/corpus/lint/wasteful/";
   const std::vector<std::pair<std::string, std::string>> expected = {
       {"01_ag_ds_own_tile.hlo", "ag-ds-own-part"},
       {"03_two_permutes.hlo", "cp-cp-compose"},

@@ -16,6 +16,7 @@
 #include "ir/sharding.h"
 #include "ir/verifier.h"
 #include "smt/device_algebra.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck {
 namespace {
@@ -31,7 +32,7 @@ HloSharding MustParse(const std::string& text) {
 
 TEST(NamedShardingTest, JaxlibVectorsGiveJaxlibsV2AndPrintBack) {
   const std::string path =
-      std::string(SPMDCHECK_SOURCE_DIR) + "/tests/data/named_sharding/jaxlib_vectors.json";
+      ::spmdcheck::test_support::SourceDir() + "/tests/data/named_sharding/jaxlib_vectors.json";
   std::ifstream in(path);
   ASSERT_TRUE(in.good()) << path;
   const nlohmann::json data = nlohmann::json::parse(in);

@@ -15,12 +15,13 @@
 #include "ir/hlo_printer.h"
 #include "ir/sdy_sharding_round_trip.h"
 #include "ir/verifier.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck {
 namespace {
 
 std::string ReadData(const std::string& name) {
-  std::ifstream file(std::string(SPMDCHECK_SOURCE_DIR) + "/tests/data/mlir/" + name);
+  std::ifstream file(::spmdcheck::test_support::SourceDir() + "/tests/data/mlir/" + name);
   EXPECT_TRUE(file.good()) << name;
   std::stringstream buffer;
   buffer << file.rdbuf();

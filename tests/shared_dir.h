@@ -1,8 +1,9 @@
-// Where the shared reference material (conformance modules, the seed case, the spec) is, for
-// tests and benchmarks: $SPMDCHECK_SHARED_DIR when set, else <source root>/../shared (compiled
-// in as SPMDCHECK_DEFAULT_SHARED_DIR by the `spmdcheck_shared_dir` CMake target). Tests that need
-// it skip with SPMDCHECK_SKIP_WITHOUT_SHARED when it is absent; benchmarks print
-// MissingSharedMessage and skip their cases.
+// Where the checkout (tests/data, corpus/) and the shared reference material (conformance
+// modules, the seed case, the spec) are, for tests and benchmarks, found at run time from the
+// binary's place in the build tree (ir/data_dir.h), so that nothing about the checkout is compiled
+// in: $SPMDCHECK_SHARED_DIR when set, else <checkout>/../shared. Tests that need it skip with
+// SPMDCHECK_SKIP_WITHOUT_SHARED when it is absent; benchmarks print MissingSharedMessage and skip
+// their cases.
 #ifndef SPMDCHECK_TESTS_SHARED_DIR_H_
 #define SPMDCHECK_TESTS_SHARED_DIR_H_
 
@@ -12,17 +13,23 @@
 #include <string_view>
 #include <system_error>
 
-#ifndef SPMDCHECK_DEFAULT_SHARED_DIR
-#error "link the spmdcheck_shared_dir target (it defines SPMDCHECK_DEFAULT_SHARED_DIR)"
-#endif
+#include "ir/data_dir.h"
 
 namespace spmdcheck::test_support {
 
-// The shared dir: $SPMDCHECK_SHARED_DIR when set and not empty, else <source root>/../shared.
+// The checkout the test binary was built from (build/share/spmdcheck, a link CMake makes).
+inline std::string SourceDir() { return SpmdcheckDataDir(); }
+
+// `relative` (e.g. "tests/data/x.hlo") under the checkout.
+inline std::string SourcePath(std::string_view relative) {
+  return (std::filesystem::path(SourceDir()) / std::filesystem::path(relative)).string();
+}
+
+// The shared dir: $SPMDCHECK_SHARED_DIR when set and not empty, else <checkout>/../shared.
 inline std::string SharedDir() {
   const char* env = std::getenv("SPMDCHECK_SHARED_DIR");
   if (env != nullptr && *env != '\0') return env;
-  return SPMDCHECK_DEFAULT_SHARED_DIR;
+  return (std::filesystem::path(SourceDir()).parent_path() / "shared").string();
 }
 
 // `relative` (e.g. "cases/seed-scatter/pre.hlo") under the shared dir; the dir itself for "".

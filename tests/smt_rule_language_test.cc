@@ -13,6 +13,7 @@
 #include "smt/rewrite_catalog.h"
 #include "smt/rewrite_rules.h"
 #include "smt/rule_language.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::smt {
 namespace {
@@ -64,7 +65,7 @@ TEST(RuleLanguageTest, TheBuiltinCatalogIsReadFromItsRuleFiles) {
 
 TEST(RuleLanguageTest, AUsersRuleFileIsProvedAndItsWrongVariantRefuted) {
   const std::string path =
-      std::string(SPMDCHECK_SOURCE_DIR) + "/corpus/rules/permute_after_gather.rules";
+      ::spmdcheck::test_support::SourceDir() + "/corpus/rules/permute_after_gather.rules";
   absl::StatusOr<std::vector<rw::RuleDef>> rules = rw::ParseRules(ReadText(path), path);
   ASSERT_TRUE(rules.ok()) << rules.status();
   ASSERT_EQ(rules->size(), 2u);

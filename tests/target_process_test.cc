@@ -1,8 +1,13 @@
 // The process runner: exit codes, output capture, timeouts that kill the whole process group,
 // missing programs, and the line-based child the XLA worker runs in.
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -102,6 +107,46 @@ TEST(ChildProcess, DeathIsSeenAsEndOfOutput) {
   EXPECT_THAT(ended.stderr_text, HasSubstr("bye"));
   // Writing to a dead child is an error, not a SIGPIPE that ends the test.
   EXPECT_FALSE((*child)->WriteLine("anyone?").ok());
+}
+
+// The state letter of /proc/PID/stat ('Z' for a zombie), or 0 when the process is gone.
+char ProcessState(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  return paren == std::string::npos || paren + 2 >= text.size() ? 0 : text[paren + 2];
+}
+
+TEST(ChildProcess, DiesWithTheProcessThatStartedIt) {
+  // A parent that starts a long child and is then killed outright (no destructor runs, as when a
+  // `timeout` or the OOM killer ends spmdcheck while XLA compiles): the child must not outlive it.
+  int report[2];
+  ASSERT_EQ(pipe(report), 0);
+  const pid_t parent = fork();
+  ASSERT_GE(parent, 0);
+  if (parent == 0) {
+    absl::StatusOr<std::unique_ptr<ChildProcess>> child = ChildProcess::Start({"sleep", "60"});
+    const pid_t child_pid = child.ok() ? (*child)->pid() : -1;
+    (void)!write(report[1], &child_pid, sizeof(child_pid));
+    pause();
+    _exit(0);
+  }
+  close(report[1]);
+  pid_t child_pid = -1;
+  ASSERT_EQ(read(report[0], &child_pid, sizeof(child_pid)),
+            static_cast<ssize_t>(sizeof(child_pid)));
+  close(report[0]);
+  ASSERT_GT(child_pid, 0);
+  ASSERT_NE(ProcessState(child_pid), 0) << "the child never ran";
+  kill(parent, SIGKILL);
+  waitpid(parent, nullptr, 0);
+  char state = ProcessState(child_pid);
+  for (int i = 0; i < 100 && state != 0 && state != 'Z'; ++i) {
+    usleep(50'000);
+    state = ProcessState(child_pid);
+  }
+  if (state != 0 && state != 'Z') kill(child_pid, SIGKILL);  // Not left behind by the test.
+  EXPECT_TRUE(state == 0 || state == 'Z') << "the child is still running (state " << state << ")";
 }
 
 }  // namespace

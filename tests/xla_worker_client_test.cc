@@ -7,6 +7,7 @@
 #include "ir/hlo_parser.h"
 #include "target/xla_partitioner.h"
 #include "target/xla_worker.h"
+#include "tests/shared_dir.h"
 
 namespace spmdcheck::target {
 namespace {
@@ -17,7 +18,7 @@ XlaWorkerOptions Fake(const char* mode) {
   setenv("FAKE_WORKER_MODE", mode, 1);
   XlaWorkerOptions options;
   options.python = "/usr/bin/python3";
-  options.worker_script = SPMDCHECK_SOURCE_DIR "/tests/data/fake_xla_worker.py";
+  options.worker_script = ::spmdcheck::test_support::SourcePath("tests/data/fake_xla_worker.py");
   options.start_timeout_seconds = 5;
   return options;
 }

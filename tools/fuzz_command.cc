@@ -20,10 +20,12 @@
 #include "fuzz/campaign.h"
 #include "fuzz/program_gen.h"
 #include "fuzz/sdy_program_gen.h"
+#include "ir/data_dir.h"
 #include "lint/lint.h"
 #include "partitioner/injected_bugs.h"
 #include "target/xla_worker.h"
 #include "tools/cli.h"
+#include "tools/lint_cost_check.h"
 #include "tools/partitioner_flags.h"
 
 namespace spmdcheck::cli {
@@ -239,20 +241,7 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   if (!args->Has("--no-lint")) {
     // XLA's correct partitionings go through the collective lint: a proved cheaper chain is a
     // wasteful finding (`xla.wasteful.<pattern>`).
-    options.cost_check = [](const HloModule& partitioned, const std::string& text,
-                            const HloModule& global) {
-      lint::LintOptions lint_options;
-      lint_options.global = &global;
-      lint_options.timeout_ms = 2000;
-      std::vector<fuzz::CostFinding> found;
-      absl::StatusOr<lint::LintReport> report = lint::LintModule(partitioned, text, lint_options);
-      if (!report.ok()) return found;
-      for (const lint::Finding& f : report->findings) {
-        if (f.status != lint::FindingStatus::kProved) continue;
-        found.push_back({f.rule == "search" ? "intermediate-sharding" : f.rule, f.message});
-      }
-      return found;
-    };
+    options.cost_check = LintCostCheck();
   }
   options.summary_path = args->Get("--summary").value_or("");
   const bool xla = target::AnySpec(options.partitioners, target::IsXlaSpec);
@@ -264,7 +253,7 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   if (std::optional<std::string> known = args->Get("--known")) {
     if (*known != "none") options.known_findings = *known;
   } else if (xla) {
-    const std::string path = target::SpmdcheckSourceDir() + "/corpus/xla-findings/known.json";
+    const std::string path = SpmdcheckDataDir() + "/corpus/xla-findings/known.json";
     if (std::filesystem::exists(path)) options.known_findings = path;
   }
   const bool tty = isatty(fileno(stderr)) != 0;

@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "ir/data_dir.h"
 #include "nightly/libfuzzer.h"
 #include "nightly/runner.h"
 #include "nightly/state.h"
@@ -184,7 +185,7 @@ int RunNightly(const std::vector<std::string>& argv, std::ostream& out, std::ost
   options.jobs = *jobs;
   options.max_devices = *devices;
   options.ray_workers = *ray_workers;
-  options.source_dir = target::SpmdcheckSourceDir();
+  options.source_dir = SpmdcheckDataDir();
   options.spmdcheck_binary = SelfBinary();
   options.libfuzzer_dir =
       args->Get("--libfuzzer-dir").value_or(options.source_dir + "/build-fuzz/fuzz");

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@
 #include "tools/cli.h"
 #include "tools/module_loading.h"
 #include "tools/partitioner_flags.h"
+#include "tools/reduce_finding.h"
 
 namespace spmdcheck::cli {
 namespace {
@@ -33,6 +35,15 @@ constexpr char kReduceHelp[] =
     R"(usage: spmdcheck reduce FILE (--until same|fails|crash|unsupported | --until-cmd CMD) -o OUT
                         [--num-partitions N] [--trials K] [--seed S] [--inject-bug NAME]
                         [--match TEXT] [--max-calls M] [--max-seconds T] [--verbose]
+       spmdcheck reduce DIR [--max-seconds T] [--trials K] [--partitioner SPEC] [--xla-venv DIR]
+
+DIR: a finding folder of `spmdcheck fuzz` (finding.json, module.hlo) left unreduced, e.g. when
+the campaign's time budget ran out: reduced while the partitioner fails with the same signature
+(its case seed, default --max-seconds 300), then the folder is written again as the campaign
+writes it (module.hlo, partitioned.hlo, inputs.txt, repro.py, finding.json, the other jaxlibs'
+verdicts); the module as found is kept as module.unreduced.hlo.
+
+FILE:
 
 Shrinks FILE while it stays interesting: drops instructions (users rewired to an operand, an
 earlier value of the same shape or a new parameter), shrinks dimensions, simplifies shardings,
@@ -116,6 +127,9 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
   if (args->Has("--help")) {
     out << kReduceHelp;
     return kExitHolds;
+  }
+  if (args->positional().size() == 1 && std::filesystem::is_directory(args->positional()[0])) {
+    return RunReduceFinding(args->positional()[0], *args, out, err);
   }
   if (args->positional().size() != 1 || !args->Has("-o") ||
       args->Has("--until") == args->Has("--until-cmd")) {

@@ -1,0 +1,188 @@
+#include "fuzz/finding_handover.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/hlo_printer.h"
+#include "oracle/inputs.h"
+#include "partitioner/cost_model.h"
+#include "target/pass_bisection.h"
+#include "target/repro_script.h"
+#include "target/signature.h"
+#include "target/xla_partitioner.h"
+
+namespace spmdcheck::fuzz {
+namespace {
+
+using target::CheckOutcome;
+using target::CheckPartitioning;
+using target::CheckStatus;
+
+// The trial whose inputs showed the difference.
+int64_t FailingTrial(const CheckOutcome& outcome) {
+  if (outcome.xla_end_to_end.has_value() && outcome.xla_end_to_end->trial >= 0) {
+    return outcome.xla_end_to_end->trial;
+  }
+  return std::max<int64_t>(0, outcome.report.failing_trial);
+}
+
+std::string DivergenceText(const CheckOutcome& outcome) {
+  if (!outcome.oracle_ran || !outcome.report.first_divergence.has_value()) return "";
+  const oracle::Divergence& d = *outcome.report.first_divergence;
+  return absl::StrCat(d.instruction, " (line ", d.location.line, ") should hold ", d.holds,
+                      " under ", d.sharding, "; wrong on ", d.devices_wrong,
+                      " devices, first device ", d.device, " at [",
+                      absl::StrJoin(d.mismatch.global_index, ","), "]: expected ",
+                      d.mismatch.expected, ", got ", d.mismatch.actual);
+}
+
+}  // namespace
+
+std::string FirstLineOf(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  return line.substr(0, 120);
+}
+
+int64_t MaxRecvBytes(const HloModule& partitioned) {
+  return partitioner::CostOfModule(partitioned, partitioned.num_partitions()).total.max_recv_bytes;
+}
+
+WastefulKind WastefulKindOf(const std::string& signature) {
+  if (absl::StrContains(signature, ".wasteful.bytes-vs-")) return WastefulKind::kBytes;
+  if (absl::StrContains(signature, ".wasteful.")) return WastefulKind::kLint;
+  return WastefulKind::kNone;
+}
+
+InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
+                                   const std::string& signature, const target::CheckOptions& check,
+                                   const FindingPredicateOptions& options) {
+  const std::string spec = partitioner.spec();
+  return
+      [&partitioner, signature, check, options, spec](const HloModule& m) -> absl::StatusOr<bool> {
+        if (options.cancelled && options.cancelled()) {
+          return absl::CancelledError("the reduction was stopped");
+        }
+        if (options.wasteful == WastefulKind::kLint) {
+          if (!options.cost_check) return false;
+          absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
+          if (!o.ok() || o->status != CheckStatus::kHolds || o->partitioned == nullptr)
+            return false;
+          const std::vector<CostFinding> cheaper_chains = options.cost_check(
+              *o->partitioned,
+              o->partitioned_text.empty() ? PrintModule(*o->partitioned) : o->partitioned_text,
+              o->judged_global != nullptr ? *o->judged_global : m);
+          for (const CostFinding& f : cheaper_chains) {
+            if (signature == target::SanitizedName(absl::StrCat(target::SignaturePrefix(spec),
+                                                                ".wasteful.", f.pattern))) {
+              return true;
+            }
+          }
+          return false;
+        }
+        if (options.wasteful == WastefulKind::kBytes) {
+          if (options.cheaper == nullptr) return false;
+          const int64_t n = m.num_partitions();
+          absl::StatusOr<target::PartitionOutput> a = partitioner.Partition(m, n);
+          absl::StatusOr<target::PartitionOutput> b = options.cheaper->Partition(m, n);
+          if (!a.ok() || !b.ok() || a->status != target::PartitionStatus::kOk ||
+              b->status != target::PartitionStatus::kOk) {
+            return false;
+          }
+          const int64_t more = MaxRecvBytes(*a->partitioned);
+          const int64_t less = MaxRecvBytes(*b->partitioned);
+          return more >= options.wasteful_min_bytes + less &&
+                 static_cast<double>(more) >= options.wasteful_ratio * static_cast<double>(less);
+        }
+        absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
+        if (!o.ok()) return false;
+        return target::SignatureOf(spec, *o, m).text == signature;
+      };
+}
+
+absl::StatusOr<ReduceResult> ReduceFinding(const HloModule& program,
+                                           const InterestingnessFn& interesting, double seconds,
+                                           const std::string& unreduced_reason) {
+  if (!program.jax_source().empty()) {
+    return absl::CancelledError("an sdy-level program (module.mlir), kept as generated");
+  }
+  if (seconds <= 0) return absl::CancelledError(unreduced_reason);
+  ReduceOptions reduce_options;
+  reduce_options.max_seconds = seconds;
+  return ReduceModule(program, interesting, reduce_options);
+}
+
+absl::StatusOr<std::string> WriteFinding(target::PartitionerUnderTest& partitioner,
+                                         const HloModule& repro, const std::string& jax_source,
+                                         const target::CheckOptions& check,
+                                         const FindingWriteOptions& options,
+                                         FindingRecord& record) {
+  const std::string folder =
+      (std::filesystem::path(options.out_dir) / target::SanitizedName(record.signature)).string();
+  record.reproduce =
+      absl::StrCat("spmdcheck check ", folder, jax_source.empty() ? "/module.hlo" : "/module.mlir",
+                   " --seed ", record.case_seed, " --trials 1", options.reproduce_flags);
+  FindingFiles files;
+  files.module = &repro;
+  files.jax_source = jax_source;
+  absl::StatusOr<CheckOutcome> final_outcome = CheckPartitioning(repro, partitioner, check);
+  int64_t trial = 0;
+  if (final_outcome.ok()) {
+    if (options.wasteful == WastefulKind::kNone) record.message = final_outcome->message;
+    record.divergence = DivergenceText(*final_outcome);
+    record.partitioner_version = final_outcome->self_report.version;
+    files.partitioned_text = final_outcome->partitioned_text;
+    if (files.partitioned_text.empty() && final_outcome->partitioned != nullptr) {
+      files.partitioned_text = PrintModule(*final_outcome->partitioned);
+    }
+    trial = FailingTrial(*final_outcome);
+    if (options.bisect_passes && final_outcome->finding == target::Finding::kConfirmedByXla &&
+        final_outcome->oracle_ran && final_outcome->report.verdict == Verdict::kHolds) {
+      if (auto* xla = dynamic_cast<target::XlaPartitioner*>(&partitioner)) {
+        absl::StatusOr<target::PassBisection> bisection = target::BisectPasses(repro, *xla, check);
+        record.broken_by = bisection.ok() ? bisection->Summary()
+                                          : absl::StrCat("unknown: ", bisection.status().message());
+      }
+    }
+  }
+  bool tuple_parameters = false;
+  for (const HloInstruction* p : repro.entry()->parameters()) {
+    tuple_parameters = tuple_parameters || !p->shape().IsArray();
+  }
+  if (!tuple_parameters) {
+    files.inputs =
+        oracle::TrialInputs(repro, record.case_seed, trial, oracle::InputStyle::kSmallIntegers);
+  }
+  if (options.wasteful != WastefulKind::kNone) {
+    record.repro_note = "a wasteful partitioning has no wrong result to reproduce";
+  } else {
+    target::ReproRequest request;
+    request.seed = record.case_seed;
+    request.trial = trial;
+    request.found = absl::StrCat(record.signature, ": ", FirstLineOf(record.message));
+    request.command = absl::StrCat("spmdcheck repro ", folder, "/module.hlo --jax --seed ",
+                                   record.case_seed, " --trial ", trial, options.reproduce_flags);
+    absl::StatusOr<target::ReproScript> script =
+        target::MakeReproScript(repro, partitioner, request);
+    absl::StatusOr<std::string> text = script.ok() ? target::RenderReproScript(*script)
+                                                   : absl::StatusOr<std::string>(script.status());
+    if (text.ok()) {
+      files.repro_script = *std::move(text);
+    } else {
+      record.repro_note = absl::StrCat("no repro.py: ", text.status().message());
+    }
+  }
+  if (options.matrix != nullptr) {
+    record.versions = options.matrix->Try(partitioner.spec(), repro, record.signature, check);
+    record.versions_note.clear();
+  } else {
+    record.versions_note = options.versions_note;
+  }
+  return WriteFindingFolder(options.out_dir, record, files);
+}
+
+}  // namespace spmdcheck::fuzz

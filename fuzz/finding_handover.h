@@ -1,0 +1,84 @@
+// What happens to a new finding after the case that found it: reduce it while it stays the same
+// finding, then write its folder (fuzz/findings.h) with the check run again on the reduced module,
+// the failing trial's inputs, a repro.py and its verdict under the other jaxlibs. The campaign
+// does both within its time budget; `spmdcheck reduce DIR` does them later for a finding the
+// budget left unreduced.
+#ifndef SPMDCHECK_FUZZ_FINDING_HANDOVER_H_
+#define SPMDCHECK_FUZZ_FINDING_HANDOVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "fuzz/campaign.h"
+#include "fuzz/findings.h"
+#include "fuzz/reducer.h"
+#include "ir/hlo_module.h"
+#include "target/check_pipeline.h"
+#include "target/partitioner_under_test.h"
+#include "target/version_matrix.h"
+
+namespace spmdcheck::fuzz {
+
+// What kind of finding is kept while reducing: a wrong result, crash or rejection (its signature
+// stays the same), or a wasteful one (kBytes: `cheaper` still receives far less; kLint: the lint
+// still proves the same pattern).
+enum class WastefulKind { kNone, kBytes, kLint };
+
+// The first line of `text`, at most 120 characters (for summaries).
+std::string FirstLineOf(const std::string& text);
+// The bytes the busiest device of a partitioned module receives (the cost model).
+int64_t MaxRecvBytes(const HloModule& partitioned);
+
+// The kind of a signature: `<p>.wasteful.bytes-vs-<q>` is kBytes, another `.wasteful.` kLint.
+WastefulKind WastefulKindOf(const std::string& signature);
+
+struct FindingPredicateOptions {
+  WastefulKind wasteful = WastefulKind::kNone;
+  target::PartitionerUnderTest* cheaper = nullptr;  // For kBytes.
+  CostCheck cost_check;                             // For kLint.
+  double wasteful_ratio = 2.0;
+  int64_t wasteful_min_bytes = 64;
+  // True when the reduction must stop now (a cancelled campaign): the predicate then errs.
+  std::function<bool()> cancelled;
+};
+
+// Interesting = `partitioner` still fails with `signature` (or, for a wasteful finding, the same
+// waste is still there) on the candidate.
+InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
+                                   const std::string& signature, const target::CheckOptions& check,
+                                   const FindingPredicateOptions& options);
+
+// Reduces `program` for at most `seconds` (<= 0: not reduced; the record says why, with
+// `unreduced_reason`). A program from jax's level (its StableHLO is what is compiled) is kept as
+// generated: the reducer changes HLO.
+absl::StatusOr<ReduceResult> ReduceFinding(const HloModule& program,
+                                           const InterestingnessFn& interesting, double seconds,
+                                           const std::string& unreduced_reason);
+
+struct FindingWriteOptions {
+  std::string out_dir;  // The folder goes to out_dir/<signature>.
+  WastefulKind wasteful = WastefulKind::kNone;
+  bool bisect_passes = true;
+  // Other jaxlibs to try the finding on; null: not tried (`versions_note` says why).
+  target::VersionMatrix* matrix = nullptr;
+  std::string versions_note;
+  // Flags for the `reproduce:` commands (--partitioner, --inject-bug, --xla-venv ...).
+  std::string reproduce_flags;
+};
+
+// Writes the finding's folder for `repro` (reduced or as found; `jax_source` its StableHLO for a
+// jax-level program): checks it once more for the message, the partitioned module and the
+// failing trial, writes the inputs, a repro.py (not for a wasteful finding), the other versions.
+// `record` comes with signature, partitioner, claim, campaign, case and reduction filled in; the
+// rest is filled here. Returns the folder.
+absl::StatusOr<std::string> WriteFinding(target::PartitionerUnderTest& partitioner,
+                                         const HloModule& repro, const std::string& jax_source,
+                                         const target::CheckOptions& check,
+                                         const FindingWriteOptions& options, FindingRecord& record);
+
+}  // namespace spmdcheck::fuzz
+
+#endif  // SPMDCHECK_FUZZ_FINDING_HANDOVER_H_
