@@ -146,7 +146,7 @@ spmdcheck_python_env() {
   if [ -z "$failed" ]; then
     spmdcheck_make_venv "$venv" "$python" 3.12 "$SPMDCHECK_ROOT/workers/xla/requirements.txt" \
       "$SPMDCHECK_ROOT/tests/requirements-browser.txt" "$SPMDCHECK_ROOT/workers/ray/requirements.txt" \
-      -e "$SPMDCHECK_ROOT/python" || failed="installing jax into $venv failed"
+      "$SPMDCHECK_ROOT/python/requirements-dev.txt" -e "$SPMDCHECK_ROOT/python" || failed="installing jax into $venv failed"
   fi
   if [ -z "$failed" ] && [ "${SPMDCHECK_SKIP_MATRIX:-}" != "1" ]; then
     local matrix version

@@ -23,25 +23,50 @@ class SpmdcheckError(RuntimeError):
     self.exit_code = exit_code
 
 
+def _checkout_root() -> Optional[str]:
+  """The repository this package sits in when it is used from a source checkout (an editable
+  install, or PYTHONPATH=python/): python/spmdcheck/ -> the root, recognised by its
+  CMakeLists.txt and workers/xla/. None for an installed package (site-packages)."""
+  here = os.path.dirname(os.path.abspath(__file__))
+  root = os.path.dirname(os.path.dirname(here))
+  if (os.path.isfile(os.path.join(root, "CMakeLists.txt")) and
+      os.path.isdir(os.path.join(root, "workers", "xla"))):
+    return root
+  return None
+
+
 def find_binary() -> str:
-  """SPMDCHECK_BINARY, else build/tools/spmdcheck of the repository this package sits in (an
-  editable install), else `spmdcheck` on PATH."""
+  """The spmdcheck binary: $SPMDCHECK_BINARY, else `spmdcheck` on PATH, else (only when this
+  package is used from a source checkout) the checkout's build/tools/spmdcheck
+  ($SPMDCHECK_BUILD_DIR/tools/spmdcheck when that is set). Raises SpmdcheckError naming every
+  place it looked."""
   env = os.environ.get("SPMDCHECK_BINARY")
   if env:
-    if not os.access(env, os.X_OK):
+    if not (os.path.isfile(env) and os.access(env, os.X_OK)):
       raise SpmdcheckError(f"SPMDCHECK_BINARY={env} is not an executable file")
     return env
-  here = os.path.dirname(os.path.abspath(__file__))
-  for root in (os.path.dirname(os.path.dirname(here)), os.getcwd()):
-    candidate = os.path.join(root, "build", "tools", "spmdcheck")
-    if os.access(candidate, os.X_OK):
-      return candidate
   on_path = shutil.which("spmdcheck")
   if on_path:
     return on_path
+  looked = ["$SPMDCHECK_BINARY (unset)", "`spmdcheck` on PATH (none)"]
+  root = _checkout_root()
+  if root is not None:
+    builds = [os.path.join(root, "build")]
+    if os.environ.get("SPMDCHECK_BUILD_DIR"):
+      builds.insert(0, os.environ["SPMDCHECK_BUILD_DIR"])
+    for build in builds:
+      candidate = os.path.join(build, "tools", "spmdcheck")
+      if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+        return candidate
+      looked.append(f"{candidate} (this package is a source checkout; not built there)")
+    hint = (f"build it in {root} (./scripts/run-tests or ./scripts/run-main builds "
+            "build/tools/spmdcheck)")
+  else:
+    hint = ("build it from the spmdcheck repository and install it (`cmake --install build "
+            "--prefix P` puts it in P/bin)")
   raise SpmdcheckError(
-      "the spmdcheck binary was not found: build it (./scripts/run-tests in the repository "
-      "builds build/tools/spmdcheck) and set SPMDCHECK_BINARY to its path")
+      f"the spmdcheck binary was not found: looked at {', '.join(looked)}. {hint}, then put it "
+      "on PATH or set SPMDCHECK_BINARY to its path")
 
 
 @dataclasses.dataclass

@@ -52,7 +52,7 @@ _SHARDING = re.compile(r"sharding=(\{.*?\})(?:,\s*[a-z_]+=|\s*$)")
 def _entry_lines(text: str):
   """(index, line) of the entry computation's instructions."""
   lines = text.split("\n")
-  start = next((i for i, l in enumerate(lines) if l.startswith("ENTRY")), None)
+  start = next((i for i, text in enumerate(lines) if text.startswith("ENTRY")), None)
   if start is None:
     return lines, []
   out = []
@@ -86,7 +86,8 @@ def _annotate_ends(partitioned: str, received: str) -> str:
     if "sharding=" in line:
       continue
     p = re.search(r"parameter\((\d+)\)", line)
-    key = f"parameter({p.group(1)})" if p else ("ROOT" if line.lstrip().startswith("ROOT ") else None)
+    root = "ROOT" if line.lstrip().startswith("ROOT ") else None
+    key = f"parameter({p.group(1)})" if p else root
     if key in wanted:
       cut = line.find(", metadata=")
       cut = len(line) if cut < 0 else cut
@@ -194,7 +195,7 @@ def check(f, *args, mesh=None, in_shardings=None, out_shardings=None,
   order = {spec: i for i, spec in enumerate(specs)}
   results.sort(key=lambda r: order.get(r.get("partitioner", ""), len(order)))
   report = Report(results=[PartitionerResult.from_json(r) for r in results],
-                  hlo_path=first_path, workdir=workdir, html_path=html)
+                  hlo_path=first_path or "", workdir=workdir, html_path=html)
   if lint:
     for r in report.results:
       partitioned = os.path.join(dump, f"{_safe(r.partitioner)}.partitioned.hlo")

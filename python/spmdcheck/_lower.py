@@ -19,21 +19,26 @@ def mesh_spec(mesh) -> str:
   return text
 
 
-def _named(mesh, spec):
-  """A PartitionSpec, NamedSharding, None or anything jax takes, as jax.jit wants it."""
+def _named(mesh: Any, spec: Any) -> Any:
+  """PartitionSpecs, NamedShardings and None, or any pytree of them (a dict of a params tree's
+  specs, tuples per argument), as jax.jit wants them: each PartitionSpec over `mesh`."""
   import jax
   from jax.sharding import NamedSharding, PartitionSpec
+
+  def one(leaf: Any) -> Any:
+    if leaf is None or isinstance(leaf, jax.sharding.Sharding):
+      return leaf
+    if isinstance(leaf, PartitionSpec):
+      if mesh is None:
+        raise ValueError("a PartitionSpec needs mesh=")
+      return NamedSharding(mesh, leaf)
+    raise TypeError(f"expected a PartitionSpec, a Sharding or None, not {leaf!r}")
+
   if spec is None:
     return None
-  if isinstance(spec, PartitionSpec):
-    if mesh is None:
-      raise ValueError("a PartitionSpec needs mesh=")
-    return NamedSharding(mesh, spec)
-  if isinstance(spec, (tuple, list)):
-    return type(spec)(_named(mesh, s) for s in spec)
-  if isinstance(spec, jax.sharding.Sharding):
-    return spec
-  raise TypeError(f"expected a PartitionSpec, a Sharding or None, not {spec!r}")
+  leaf_types = (PartitionSpec, jax.sharding.Sharding)
+  return jax.tree_util.tree_map(one, spec,
+                                is_leaf=lambda x: x is None or isinstance(x, leaf_types))
 
 
 def _abstract(value):

@@ -72,8 +72,10 @@ def test_explicit_mode_reshard_and_unreduced(explicit):
     c = jnp.einsum("ij,jk->ik", a, b, out_sharding=P("x", None, unreduced={"y"}))
     return jax.sharding.reshard(c + c, P("x", None))
 
-  args = (jax.ShapeDtypeStruct((16, 32), jnp.float32, sharding=NamedSharding(explicit, P("x", "y"))),
-          jax.ShapeDtypeStruct((32, 8), jnp.float32, sharding=NamedSharding(explicit, P("y", None))))
+  args = (jax.ShapeDtypeStruct((16, 32), jnp.float32,
+                               sharding=NamedSharding(explicit, P("x", "y"))),
+          jax.ShapeDtypeStruct((32, 8), jnp.float32,
+                               sharding=NamedSharding(explicit, P("y", None))))
   shardings = (P("x", "y"), P("y", None))
   r = spmdcheck.check(reshard, *args, mesh=explicit, in_shardings=shardings, partitioner="both",
                       lint=False)
