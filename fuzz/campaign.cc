@@ -66,6 +66,9 @@ std::vector<uint8_t> CaseBytes(uint64_t case_seed, const ProgramGenOptions& gen)
   return bytes;
 }
 
+// Our oracle's and interpreter's time for one case (their loops stop there: unknown).
+constexpr double kCaseOracleSeconds = 10;
+
 // One case's outcome under one partitioner, kept until every partitioner has run (for the
 // wasteful comparison between them).
 struct Correct {
@@ -412,6 +415,8 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   predicate_options.wasteful_ratio = options_.wasteful_ratio;
   predicate_options.wasteful_min_bytes = options_.wasteful_min_bytes;
   predicate_options.cancelled = [this] { return aborting(); };
+  predicate_options.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                  std::chrono::duration<double>(reduce_seconds));
   absl::StatusOr<ReduceResult> reduced = ReduceFinding(
       program, FindingPredicate(partitioner, signature.text, check, predicate_options),
       reduce_seconds, unreduced);
@@ -570,6 +575,7 @@ void Campaign::RunJob() {
       check.trials = 1;
       check.seed = case_seed;
       check.round_trip_in_memory_output = false;  // Verified in memory; see CheckOptions.
+      check.oracle_seconds = kCaseOracleSeconds;
       absl::StatusOr<CheckOutcome> outcome = CheckPartitioning(module, *partitioner, check);
       std::unique_lock<std::mutex> lock(mu);
       PartitionerTally& tally = report_.partitioners[spec];
@@ -697,6 +703,7 @@ void Campaign::RunJob() {
           CheckOptions check;
           check.trials = 1;
           check.seed = case_seed;
+          check.oracle_seconds = kCaseOracleSeconds;
           const Clock::time_point hand_over_start = Clock::now();
           HandOver(job, *more.partitioner, slot, module, signature, check, WastefulKind::kBytes,
                    less.partitioner);

@@ -1,6 +1,7 @@
 #include "fuzz/finding_handover.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <utility>
 
@@ -62,46 +63,53 @@ InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
                                    const std::string& signature, const target::CheckOptions& check,
                                    const FindingPredicateOptions& options) {
   const std::string spec = partitioner.spec();
-  return
-      [&partitioner, signature, check, options, spec](const HloModule& m) -> absl::StatusOr<bool> {
-        if (options.cancelled && options.cancelled()) {
-          return absl::CancelledError("the reduction was stopped");
+  return [&partitioner, signature, base_check = check, options,
+          spec](const HloModule& m) -> absl::StatusOr<bool> {
+    if (options.cancelled && options.cancelled()) {
+      return absl::CancelledError("the reduction was stopped");
+    }
+    target::CheckOptions check = base_check;
+    check.oracle_seconds = kReductionOracleSeconds;
+    if (options.deadline.has_value()) {
+      const double left =
+          std::chrono::duration<double>(*options.deadline - std::chrono::steady_clock::now())
+              .count();
+      check.oracle_seconds = std::clamp(left, 0.05, kReductionOracleSeconds);
+    }
+    if (options.wasteful == WastefulKind::kLint) {
+      if (!options.cost_check) return false;
+      absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
+      if (!o.ok() || o->status != CheckStatus::kHolds || o->partitioned == nullptr) return false;
+      const std::vector<CostFinding> cheaper_chains = options.cost_check(
+          *o->partitioned,
+          o->partitioned_text.empty() ? PrintModule(*o->partitioned) : o->partitioned_text,
+          o->judged_global != nullptr ? *o->judged_global : m);
+      for (const CostFinding& f : cheaper_chains) {
+        if (signature == target::SanitizedName(absl::StrCat(target::SignaturePrefix(spec),
+                                                            ".wasteful.", f.pattern))) {
+          return true;
         }
-        if (options.wasteful == WastefulKind::kLint) {
-          if (!options.cost_check) return false;
-          absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
-          if (!o.ok() || o->status != CheckStatus::kHolds || o->partitioned == nullptr)
-            return false;
-          const std::vector<CostFinding> cheaper_chains = options.cost_check(
-              *o->partitioned,
-              o->partitioned_text.empty() ? PrintModule(*o->partitioned) : o->partitioned_text,
-              o->judged_global != nullptr ? *o->judged_global : m);
-          for (const CostFinding& f : cheaper_chains) {
-            if (signature == target::SanitizedName(absl::StrCat(target::SignaturePrefix(spec),
-                                                                ".wasteful.", f.pattern))) {
-              return true;
-            }
-          }
-          return false;
-        }
-        if (options.wasteful == WastefulKind::kBytes) {
-          if (options.cheaper == nullptr) return false;
-          const int64_t n = m.num_partitions();
-          absl::StatusOr<target::PartitionOutput> a = partitioner.Partition(m, n);
-          absl::StatusOr<target::PartitionOutput> b = options.cheaper->Partition(m, n);
-          if (!a.ok() || !b.ok() || a->status != target::PartitionStatus::kOk ||
-              b->status != target::PartitionStatus::kOk) {
-            return false;
-          }
-          const int64_t more = MaxRecvBytes(*a->partitioned);
-          const int64_t less = MaxRecvBytes(*b->partitioned);
-          return more >= options.wasteful_min_bytes + less &&
-                 static_cast<double>(more) >= options.wasteful_ratio * static_cast<double>(less);
-        }
-        absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
-        if (!o.ok()) return false;
-        return target::SignatureOf(spec, *o, m).text == signature;
-      };
+      }
+      return false;
+    }
+    if (options.wasteful == WastefulKind::kBytes) {
+      if (options.cheaper == nullptr) return false;
+      const int64_t n = m.num_partitions();
+      absl::StatusOr<target::PartitionOutput> a = partitioner.Partition(m, n);
+      absl::StatusOr<target::PartitionOutput> b = options.cheaper->Partition(m, n);
+      if (!a.ok() || !b.ok() || a->status != target::PartitionStatus::kOk ||
+          b->status != target::PartitionStatus::kOk) {
+        return false;
+      }
+      const int64_t more = MaxRecvBytes(*a->partitioned);
+      const int64_t less = MaxRecvBytes(*b->partitioned);
+      return more >= options.wasteful_min_bytes + less &&
+             static_cast<double>(more) >= options.wasteful_ratio * static_cast<double>(less);
+    }
+    absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
+    if (!o.ok()) return false;
+    return target::SignatureOf(spec, *o, m).text == signature;
+  };
 }
 
 absl::StatusOr<ReduceResult> ReduceFinding(const HloModule& program,

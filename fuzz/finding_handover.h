@@ -6,8 +6,10 @@
 #ifndef SPMDCHECK_FUZZ_FINDING_HANDOVER_H_
 #define SPMDCHECK_FUZZ_FINDING_HANDOVER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,7 +45,13 @@ struct FindingPredicateOptions {
   int64_t wasteful_min_bytes = 64;
   // True when the reduction must stop now (a cancelled campaign): the predicate then errs.
   std::function<bool()> cancelled;
+  // When the reduction ends: a candidate's check gets our oracle's time until then (at most
+  // kReductionOracleSeconds), so that one candidate with a long loop cannot overrun it.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
 };
+
+// A reduction candidate's oracle time at most (CheckOptions::oracle_seconds).
+inline constexpr double kReductionOracleSeconds = 5;
 
 // Interesting = `partitioner` still fails with `signature` (or, for a wasteful finding, the same
 // waste is still there) on the candidate.

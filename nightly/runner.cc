@@ -948,7 +948,7 @@ int NightlyResult::ExitCode() const {
 }
 
 std::string CanarySignatureFor(const std::string& bug) {
-  if (bug == "dot-padding-unmasked") return "wrong-result.dot";
+  if (bug == "dot-padding-unmasked") return "wrong-result.all-reduce";
   return "";
 }
 

@@ -65,7 +65,7 @@ struct NightlyResult {
   int ExitCode() const;
 };
 
-// The signature the canary's default bugs show (`wrong-result.dot` for dot-padding-unmasked),
+// The signature the canary's default bugs show (`wrong-result.all-reduce` for dot-padding-unmasked),
 // or empty when not known (then any bug claim counts).
 std::string CanarySignatureFor(const std::string& bug);
 

@@ -1,6 +1,7 @@
 #include "oracle/engine.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -291,6 +292,12 @@ absl::StatusOr<std::vector<ValueRef>> Engine::RunComputation(
             if (pred.GetBits(0) != 0) next.push_back(active[k]);
           }
           if (next.empty()) break;
+          if (options_.deadline.has_value() &&
+              std::chrono::steady_clock::now() > *options_.deadline) {
+            return absl::DeadlineExceededError(absl::StrCat(
+                instruction.name(), ": the loop was still running at the time limit (after ",
+                iteration, " iterations)"));
+          }
           if (iteration >= options_.max_while_iterations) {
             return absl::ResourceExhaustedError(
                 absl::StrCat(instruction.name(), ": the loop ran ", iteration,

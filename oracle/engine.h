@@ -7,9 +7,11 @@
 #ifndef SPMDCHECK_ORACLE_ENGINE_H_
 #define SPMDCHECK_ORACLE_ENGINE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,6 +30,9 @@ struct EngineOptions {
   uint64_t seed = 0;
   // A while loop running longer than this is stopped with absl::ResourceExhausted (unknown).
   int64_t max_while_iterations = 1'000'000;
+  // Past this time a running loop stops with absl::DeadlineExceeded (unknown): a reducer's
+  // candidate or a generated case must not keep a time-bounded campaign waiting.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
   // Any array in the module larger than this is refused before running (ResourceExhausted).
   int64_t max_elements_per_array = int64_t{1} << 28;
 };

@@ -1,5 +1,6 @@
 #include "oracle/equivalence.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -176,6 +177,29 @@ absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(
   return claims;
 }
 
+// The backward cone of `diverging` through unclaimed instructions (Divergence::suspects).
+std::vector<Divergence::Suspect> SuspectsOf(
+    const HloInstruction& diverging,
+    const absl::flat_hash_map<const HloInstruction*, Claim>& claims) {
+  std::vector<const HloInstruction*> cone = {&diverging};
+  absl::flat_hash_set<const HloInstruction*> seen = {&diverging};
+  for (size_t i = 0; i < cone.size(); ++i) {
+    for (const HloInstruction* operand : cone[i]->operands()) {
+      if (claims.contains(operand) || operand->opcode() == HloOpcode::kParameter ||
+          !seen.insert(operand).second) {
+        continue;
+      }
+      cone.push_back(operand);
+    }
+  }
+  std::sort(cone.begin(), cone.end(), [](const HloInstruction* a, const HloInstruction* b) {
+    return a->index_in_parent() < b->index_in_parent();
+  });
+  std::vector<Divergence::Suspect> suspects;
+  for (const HloInstruction* i : cone) suspects.push_back({i->name(), i->opcode()});
+  return suspects;
+}
+
 std::string IndexText(const std::vector<int64_t>& index) {
   return absl::StrCat("[", absl::StrJoin(index, ","), "]");
 }
@@ -287,6 +311,7 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
   EngineOptions first_options;
   first_options.seed = options.seed;
   first_options.max_elements_per_array = options.max_elements_per_array;
+  first_options.deadline = options.deadline;
   if (both_partitioned || global_on_every_device) {
     first_options.num_partitions = partitions;
     first_options.replica_count = replicas;
@@ -498,6 +523,7 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
         }
         if (divergence.devices_wrong == 0) return;
         divergence.instruction = instruction.name();
+        divergence.suspects = SuspectsOf(instruction, claims);
         divergence.location = instruction.location();
         divergence.holds = claim->second.holds;
         divergence.sharding = claim->second.sharding.ToString(false);

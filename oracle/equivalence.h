@@ -4,6 +4,7 @@
 #ifndef SPMDCHECK_ORACLE_EQUIVALENCE_H_
 #define SPMDCHECK_ORACLE_EQUIVALENCE_H_
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -32,6 +33,8 @@ struct EquivOptions {
   // are all manual is still compared device by device: it has no global view.
   bool first_is_global = false;
   int64_t max_elements_per_array = int64_t{1} << 28;
+  // Loops still running at this time stop the check with an unknown verdict (EngineOptions).
+  std::optional<std::chrono::steady_clock::time_point> deadline;
   // The partitioned module's source text, for `// holds=NAME [sharding={...}]` comments that name
   // the global value an instruction holds (optional; without them, values are matched by name).
   std::string partitioned_source;
@@ -54,6 +57,15 @@ struct Divergence {
   int64_t device = 0;
   ElementMismatch mismatch;
   int64_t devices_wrong = 0;
+  // Where the wrong value was made: the instructions of the partitioned program that feed the
+  // diverging one without a claim of their own (its operands, theirs, ..., stopping at claimed
+  // values, which were checked before it, and at parameters), the diverging one last, in program
+  // order. One of them computed the first wrong value: the root cause (target/signature.h).
+  struct Suspect {
+    std::string name;
+    HloOpcode opcode;
+  };
+  std::vector<Suspect> suspects;
 };
 
 struct EquivReport {

@@ -90,6 +90,17 @@ class ModulePartitioner {
 
   const PartitionOptions& options() const { return options_; }
   PartitionStats& stats() { return stats_; }
+  // The reshard steps' claims of the entry computation, by instruction name.
+  std::map<std::string, std::pair<std::string, HloSharding>> EntryStepClaims(
+      const HloModule& module) const {
+    std::map<std::string, std::pair<std::string, HloSharding>> claims;
+    if (module.entry() == nullptr) return claims;
+    for (const auto& instruction : module.entry()->instructions()) {
+      auto it = state_.step_claims.find(instruction.get());
+      if (it != state_.step_claims.end()) claims.emplace(instruction->name(), it->second);
+    }
+    return claims;
+  }
   ModuleBuildState& state() { return state_; }
 
   HloComputation* CloneCalled(const HloComputation* global) {
@@ -142,6 +153,7 @@ class ModulePartitioner {
     for (HloInstruction* instruction : order) {
       const HloSharding& target = shardings.at(instruction);
       const int64_t before = builder.computation()->instruction_count();
+      state_.handler_start[builder.computation()] = before;
       absl::StatusOr<PartitionedValue> value = PartitionOne(*instruction, target, context);
       if (!value.ok()) {
         return absl::Status(value.status().code(), absl::StrCat(instruction->name(), " (line ",
@@ -162,6 +174,7 @@ class ModulePartitioner {
     const HloInstruction* global_root = global->root();
     PartitionedValue root = values.at(global_root);
     if (root_sharding.has_value() && root.sharding != *root_sharding) {
+      ReshardingScope scope(builder.state(), global_root->name());
       absl::StatusOr<PartitionedValue> moved = Reshard(builder, root, *root_sharding);
       if (!moved.ok()) return moved.status();
       root = *moved;
@@ -297,6 +310,14 @@ class ModulePartitioner {
       return *scattered;
     }
     context.RememberForm(&instruction, *value);
+    // The handler's result holds the instruction's value too, under its own sharding.
+    // (Only an instruction the handler made: one it passed through holds another value.)
+    if (value->local != nullptr && value->global_shape.IsArray() && !value->sharding.IsManual() &&
+        value->local->parent() == b.computation() &&
+        value->local->index_in_parent() >= b.state()->handler_start[b.computation()]) {
+      b.state()->step_claims.try_emplace(value->local, instruction.name(), value->sharding);
+    }
+    ReshardingScope scope(b.state(), instruction.name());
     return Reshard(b, *value, target);
   }
 
@@ -354,7 +375,7 @@ class ModulePartitioner {
 
   // Drops instructions nothing live uses (values materialised for an annotation whose users all
   // took a cheaper form), keeping parameters and ops with side effects.
-  static void RemoveDeadInstructions(HloComputation& computation) {
+  void RemoveDeadInstructions(HloComputation& computation) {
     absl::flat_hash_set<const HloInstruction*> live;
     std::vector<const HloInstruction*> stack;
     for (const auto& instruction : computation.instructions()) {
@@ -384,7 +405,11 @@ class ModulePartitioner {
       if (!live.insert(h).second) continue;
       for (const HloInstruction* operand : h->operands()) stack.push_back(operand);
     }
-    computation.RemoveInstructionsIf([&](const HloInstruction* h) { return !live.contains(h); });
+    computation.RemoveInstructionsIf([&](const HloInstruction* h) {
+      if (live.contains(h)) return false;
+      state_.step_claims.erase(h);
+      return true;
+    });
   }
 
   // Replicate every operand, compute the op on full arrays, and hand back a replicated value.
@@ -459,6 +484,7 @@ absl::StatusOr<PartitionedValue> PartitionContext::OperandAs(const HloInstructio
   auto cached = reshards_.find(key);
   if (cached != reshards_.end()) return cached->second;
   const PartitionedValue& start = *CheapestForm(operand, sharding).first;
+  ReshardingScope scope(builder_->state(), operand->name());
   absl::StatusOr<PartitionedValue> moved = Reshard(*builder_, start, sharding);
   if (!moved.ok()) return moved.status();
   if (moved->local != start.local && !moved->sharding.IsManual()) {
@@ -566,6 +592,7 @@ absl::StatusOr<PartitionResult> PartitionModule(const HloModule& global,
   PartitionResult result;
   result.module = std::move(out);
   result.stats = partitioner.stats();
+  result.step_claims = partitioner.EntryStepClaims(*result.module);
   return result;
 }
 

@@ -38,6 +38,9 @@ struct PartitionStats {
 struct PartitionResult {
   std::unique_ptr<HloModule> module;
   PartitionStats stats;
+  // Entry instruction name -> the global value it holds and its sharding, for every reshard
+  // step's result (the oracle checks each, oracle::EquivOptions::claims).
+  std::map<std::string, std::pair<std::string, HloSharding>> step_claims;
 };
 
 // Partitions `global` (which must verify). Errors: InvalidArgument for inconsistent input

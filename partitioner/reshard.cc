@@ -909,6 +909,11 @@ absl::StatusOr<PartitionedValue> ApplyReshardPlan(SpmdBuilder& builder,
     }
     if (!next.ok()) return next.status();
     v = *next;
+    ModuleBuildState& state = *builder.state();
+    if (!state.resharding.empty() && v.local != nullptr && v.local != value.local &&
+        v.global_shape.IsArray() && !v.sharding.IsManual()) {
+      state.step_claims[v.local] = {state.resharding, v.sharding};
+    }
     if (v.sharding != step.result) {
       return absl::InternalError(absl::StrCat("reshard step left ", v.sharding.ToString(false),
                                               ", planned ", step.result.ToString(false)));
@@ -921,6 +926,8 @@ absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const Partitioned
                                          const HloSharding& to) {
   if (value.sharding == to) return value;
   if (value.global_shape.IsTuple()) {
+    // An element is not the tuple's global value: its steps claim nothing.
+    ReshardingScope no_claims(builder.state(), "");
     std::vector<HloInstruction*> elements;
     std::vector<HloSharding> shardings;
     for (int64_t i = 0; i < value.global_shape.tuple_size(); ++i) {

@@ -36,6 +36,28 @@ struct ModuleBuildState {
   // Names of computations already in the module.
   absl::flat_hash_set<std::string> computation_names;
   std::string UniqueComputationName(absl::string_view base);
+  // The global array value being resharded (its name), while one is: each reshard step's result
+  // is recorded as holding it under the step's sharding, so that the oracle can check every step
+  // and a wrong value is localised to the step that made it (PartitionResult::step_claims).
+  std::string resharding;
+  absl::flat_hash_map<const HloInstruction*, std::pair<std::string, HloSharding>> step_claims;
+  // Per computation being built: the index of the first instruction the handler of the global
+  // instruction being partitioned made.
+  absl::flat_hash_map<const HloComputation*, int64_t> handler_start;
+};
+
+// Sets ModuleBuildState::resharding for its lifetime (nested scopes restore the outer one).
+class ReshardingScope {
+ public:
+  ReshardingScope(ModuleBuildState* state, std::string global)
+      : state_(state), outer_(std::exchange(state->resharding, std::move(global))) {}
+  ~ReshardingScope() { state_->resharding = std::move(outer_); }
+  ReshardingScope(const ReshardingScope&) = delete;
+  ReshardingScope& operator=(const ReshardingScope&) = delete;
+
+ private:
+  ModuleBuildState* state_;
+  std::string outer_;
 };
 
 class SpmdBuilder {

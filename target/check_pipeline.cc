@@ -138,9 +138,11 @@ bool HasManualRegions(const HloModule& module) {
   return false;
 }
 
+}  // namespace
+
 // `op_name="..."` of an instruction's metadata (XLA names the HLO instruction a partitioned
 // instruction came from there), or empty.
-std::string OpName(const HloInstruction& instruction) {
+std::string MetadataOpName(const HloInstruction& instruction) {
   const RawAttribute* metadata = instruction.FindRawAttribute("metadata");
   if (metadata == nullptr) return "";
   const size_t start = metadata->text.find("op_name=\"");
@@ -158,6 +160,8 @@ std::string OpName(const HloInstruction& instruction) {
   }
   return "";
 }
+
+namespace {
 
 // Claims for the oracle's localisation from XLA's metadata: the last partitioned instruction
 // made from global instruction X (same op_name) whose shape is the tile shape of the sharding
@@ -178,7 +182,7 @@ std::map<std::string, oracle::EquivOptions::HeldValue> ClaimsFromMetadata(
   };
   std::map<std::string, Global> by_op_name;
   for (const auto& g : judged.entry()->instructions()) {
-    const std::string op_name = OpName(*g);
+    const std::string op_name = MetadataOpName(*g);
     // A parameter's value is the input itself: what XLA names after it (jaxlib 0.12 labels the
     // collective-permute that reshards a parameter `param.0`) holds it resharded.
     if (op_name.empty() || !g->shape().IsArray() || g->opcode() == HloOpcode::kParameter) continue;
@@ -190,7 +194,7 @@ std::map<std::string, oracle::EquivOptions::HeldValue> ClaimsFromMetadata(
   std::map<std::string, std::string> last_made;  // partitioned instruction -> its op_name
   std::map<std::string, std::string> made_for;   // global name -> last partitioned instruction
   for (const auto& i : partitioned.entry()->instructions()) {
-    const std::string op_name = OpName(*i);
+    const std::string op_name = MetadataOpName(*i);
     auto it = by_op_name.find(op_name);
     if (it == by_op_name.end()) continue;
     const HloSharding& sharding = it->second.sharding;
@@ -334,6 +338,11 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
       oracle::EngineOptions engine_options;
       engine_options.seed = options.seed;
       engine_options.max_elements_per_array = options.max_elements_per_array;
+      if (options.oracle_seconds > 0) {
+        engine_options.deadline = std::chrono::steady_clock::now() +
+                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                      std::chrono::duration<double>(options.oracle_seconds));
+      }
       const auto interpreter_start = std::chrono::steady_clock::now();
       // A global program with manual regions is SPMD inside them: it runs on every device
       // with whole inputs, and device 0 holds the global result (as the oracle runs it).
@@ -719,8 +728,16 @@ absl::StatusOr<CheckOutcome> CheckPartitioningImpl(const HloModule& global,
   equiv.trials = options.trials;
   equiv.seed = options.seed;
   equiv.max_elements_per_array = options.max_elements_per_array;
+  if (options.oracle_seconds > 0) {
+    equiv.deadline = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(options.oracle_seconds));
+  }
   if (outcome.judged_global != nullptr) {
     equiv.claims = ClaimsFromMetadata(oracle_global, out.propagated.get(), oracle_partitioned);
+  }
+  for (const auto& [name, held] : out.claims) {
+    equiv.claims.emplace(name, oracle::EquivOptions::HeldValue{held.first, held.second});
   }
   const auto oracle_start = std::chrono::steady_clock::now();
   absl::StatusOr<oracle::EquivReport> report =

@@ -49,6 +49,10 @@ struct CheckOptions {
   // anyway. The reference campaign turns it off (the in-memory module is still verified; the
   // print/parse round trip has its own libFuzzer target and properties).
   bool round_trip_in_memory_output = true;
+  // Our oracle and interpreter stop a check's loops after this many seconds (unknown); 0: no
+  // limit. Campaigns and reductions set one: a program whose loop runs a million times must not
+  // take their time budget.
+  double oracle_seconds = 0;
 };
 
 enum class CheckStatus {
@@ -116,6 +120,10 @@ struct CheckOutcome {
   // How the module the partitioner received differs from the one sent (XLA's round trip).
   std::vector<std::string> received_changes;
 };
+
+// `op_name="..."` of an instruction's metadata (XLA names the instruction of the module it
+// received that a partitioned instruction came from there), or empty.
+std::string MetadataOpName(const HloInstruction& instruction);
 
 // InvalidArgument only for a module that does not verify (or that the reference partitioner
 // calls inconsistent); everything else is an outcome.

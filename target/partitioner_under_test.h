@@ -7,6 +7,7 @@
 #define SPMDCHECK_TARGET_PARTITIONER_UNDER_TEST_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,6 +76,9 @@ struct PartitionOutput {
   std::vector<HloSharding> parameter_shardings;
   std::vector<HloSharding> output_shardings;  // One per result leaf.
   partitioner::PartitionStats stats;          // The reference partitioner's handler counts.
+  // What instructions of `partitioned` hold, by name: the global value and its sharding (the
+  // reference partitioner's reshard steps), checked by the oracle one by one.
+  std::map<std::string, std::pair<std::string, HloSharding>> claims;
   // When asked for (XlaPartitioner::set_dump_passes): the module after every pass that changed
   // it, from the one after spmd-partitioning to the optimised one, in pass order.
   std::vector<PassDump> pass_dumps;

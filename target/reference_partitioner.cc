@@ -34,6 +34,7 @@ absl::StatusOr<PartitionOutput> ReferencePartitioner::Partition(const HloModule&
   output.status = PartitionStatus::kOk;
   output.partitioned = std::move(result->module);
   output.stats = std::move(result->stats);
+  output.claims = std::move(result->step_claims);
   return output;
 }
 

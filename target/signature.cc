@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 
@@ -71,6 +73,62 @@ std::string Where(const CheckOutcome& outcome, const HloModule& program) {
   return std::string(HloOpcodeString(program.entry()->root()->opcode()));
 }
 
+// The root cause of a wrong result the oracle localised: among the suspects of its first
+// divergence (the unclaimed instructions of the partitioned program that made the first wrong
+// value, oracle/equivalence.h), the first collective in program order, else the first
+// dynamic-slice or dynamic-update-slice (a device's part chosen by partition-id), else the
+// diverging instruction itself. One bug of a partitioner shows up under many global ops (a wrong
+// all-gather feeds an add here, a negate there) but through the same partitioned op.
+std::optional<std::string> RootCauseOp(const CheckOutcome& outcome) {
+  if (outcome.report.verdict != Verdict::kFails || !outcome.report.first_divergence.has_value()) {
+    return std::nullopt;
+  }
+  const auto& suspects = outcome.report.first_divergence->suspects;
+  if (suspects.empty()) return std::nullopt;
+  for (const auto& s : suspects) {
+    if (IsCollective(s.opcode)) return std::string(HloOpcodeString(s.opcode));
+  }
+  for (const auto& s : suspects) {
+    if (s.opcode == HloOpcode::kDynamicSlice || s.opcode == HloOpcode::kDynamicUpdateSlice) {
+      return std::string(HloOpcodeString(s.opcode));
+    }
+  }
+  return std::string(HloOpcodeString(suspects.back().opcode));
+}
+
+// XLA's root cause, mapped back to the source: the earliest suspect of the first divergence whose
+// metadata names an instruction of the module XLA received (op_name), as that instruction's
+// opcode. XLA's partitioner lowers one source op into many (halo exchanges, dynamic-slices by
+// partition-id): the source op of the first wrong value names the handler that made it.
+std::optional<std::string> XlaRootCauseOp(const CheckOutcome& outcome, const HloModule& program) {
+  if (outcome.report.verdict != Verdict::kFails || !outcome.report.first_divergence.has_value() ||
+      outcome.partitioned == nullptr || outcome.partitioned->entry() == nullptr) {
+    return std::nullopt;
+  }
+  const HloModule& received = outcome.judged_global != nullptr ? *outcome.judged_global : program;
+  std::map<std::string, HloOpcode> source_by_op_name;
+  for (const auto& g : received.entry()->instructions()) {
+    const std::string op_name = MetadataOpName(*g);
+    if (!op_name.empty() && g->opcode() != HloOpcode::kParameter) {
+      source_by_op_name.emplace(op_name, g->opcode());
+    }
+  }
+  for (const auto& suspect : outcome.report.first_divergence->suspects) {
+    const HloInstruction* i = outcome.partitioned->entry()->FindInstruction(suspect.name);
+    if (i == nullptr) continue;
+    auto source = source_by_op_name.find(MetadataOpName(*i));
+    if (source != source_by_op_name.end()) return std::string(HloOpcodeString(source->second));
+  }
+  return std::nullopt;
+}
+
+// Where a failure is named: its root cause when the oracle localised it (ours: the op of the
+// partitioned program; XLA's: the source op of its first wrong value), else the global op (Where).
+std::string RootCauseOrWhere(const CheckOutcome& outcome, const HloModule& program, bool ours) {
+  std::optional<std::string> root = ours ? RootCauseOp(outcome) : XlaRootCauseOp(outcome, program);
+  return root.has_value() ? *root : Where(outcome, program);
+}
+
 // Where in XLA a crash or rejection happened: the source file of its first `file.cc:LINE`
 // (`spmd_partitioner_util` of "F1201 ... spmd_partitioner_util.h:118] Check failed"), else
 // `fallback`.
@@ -115,10 +173,9 @@ FailureSignature SignatureOf(const std::string& spec, const CheckOutcome& outcom
     case CheckStatus::kHolds:
       return {};
     case CheckStatus::kFails:
-      kind = ours
-                 ? "wrong-result." + Where(outcome, program)
-                 : (outcome.finding == Finding::kConfirmedByXla ? "miscompile." : "wrong-result.") +
-                       Where(outcome, program);
+      kind =
+          (ours || outcome.finding != Finding::kConfirmedByXla ? "wrong-result." : "miscompile.") +
+          RootCauseOrWhere(outcome, program, ours);
       break;
     case CheckStatus::kCrash:
       kind =
@@ -137,11 +194,11 @@ FailureSignature SignatureOf(const std::string& spec, const CheckOutcome& outcom
       break;
     case CheckStatus::kUnsupported:
       if (outcome.finding == Finding::kOracleOnly) {
-        kind = "oracle-only." + Where(outcome, program);
+        kind = "oracle-only." + RootCauseOrWhere(outcome, program, ours);
       } else if (outcome.finding == Finding::kOracleDisagrees) {
-        kind = "oracle-disagrees." + Where(outcome, program);
+        kind = "oracle-disagrees." + RootCauseOrWhere(outcome, program, ours);
       } else if (outcome.finding == Finding::kReadsInputPadding) {
-        kind = "reads-input-padding." + Where(outcome, program);
+        kind = "reads-input-padding." + RootCauseOrWhere(outcome, program, ours);
       } else {
         return {};
       }

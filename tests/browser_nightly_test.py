@@ -88,13 +88,13 @@ def test_two_nights_report(browser, tmp_path):
   night(state, "night-1", ok=1)  # The drill's finding is a new bug claim.
   load(browser, state / "report.html", "nightly-1")
   first = finding_rows(browser)
-  # The drill's bug shows as wrong-result.dot and, depending on the cases reached, others.
-  assert first.get("wrong-result.dot") == "new" and set(first.values()) == {"new"}, first
-  night(state, "night-2", ok=None)  # wrong-result.dot again: known.
+  # The drill's bug shows as wrong-result.all-reduce and, depending on the cases reached, others.
+  assert first.get("wrong-result.all-reduce") == "new" and set(first.values()) == {"new"}, first
+  night(state, "night-2", ok=None)  # wrong-result.all-reduce again: known.
   shot = load(browser, state / "report.html", "nightly-2")
   assert os.path.getsize(shot) > 10000
   second = finding_rows(browser)
-  assert second["wrong-result.dot"] == "known"
+  assert second["wrong-result.all-reduce"] == "known"
   for signature, status in second.items():
     assert status == ("known" if signature in first else "new"), (signature, status)
   outcome = browser.find_element(By.CSS_SELECTOR, "section.outcome")
@@ -113,7 +113,7 @@ def test_two_nights_report(browser, tmp_path):
   assert all(float(p.get_attribute("data-value")) > 0 for p in points)
   assert plots["cases_per_second"].size["width"] > 300
   # The finding's cases per night; the acceptance rate of ours is 100%.
-  found = plots["findings"].find_element(By.CSS_SELECTOR, "g.series[data-series='wrong-result.dot']")
+  found = plots["findings"].find_element(By.CSS_SELECTOR, "g.series[data-series='wrong-result.all-reduce']")
   assert len(found.find_elements(By.CSS_SELECTOR, "circle.point")) == 2
   accepted = plots["acceptance_rate"].find_elements(By.CSS_SELECTOR, "circle.point")
   assert [float(p.get_attribute("data-value")) for p in accepted] == [100.0, 100.0]

@@ -52,10 +52,10 @@ if have_lf:
 else:
     assert lf["status"] == "unknown" and lf["reason"].startswith("not built"), lf
 f = {x["signature"]: x for x in r["findings"]}
-assert "wrong-result.dot" in f, f.keys()
-d = f["wrong-result.dot"]
+assert "wrong-result.all-reduce" in f, f.keys()
+d = f["wrong-result.all-reduce"]
 assert d["status"] == "new" and d["first_night"] == "n1" and d["seen_tonight"], d
-assert d["folder"] == "findings/wrong-result.dot", d
+assert d["folder"] == "findings/wrong-result.all-reduce", d
 import os
 assert os.path.isfile(os.path.join(state, d["folder"], "finding.json"))
 assert os.path.isfile(os.path.join(state, d["folder"], "module.hlo"))
@@ -66,8 +66,8 @@ import sys, xml.etree.ElementTree as ET
 root = ET.parse(sys.argv[1]).getroot()
 assert root.tag == "testsuites"
 cases = {c.get("name"): c for c in root.iter("testcase")}
-assert "wrong-result.dot" in cases, cases.keys()
-assert cases["wrong-result.dot"].find("failure") is not None, "a new finding must fail"
+assert "wrong-result.all-reduce" in cases, cases.keys()
+assert cases["wrong-result.all-reduce"].find("failure") is not None, "a new finding must fail"
 assert cases["canary"].find("failure") is None
 failures = sum(1 for c in root.iter("testcase") if c.find("failure") is not None)
 assert int(root.get("failures")) == failures, (root.get("failures"), failures)
@@ -87,7 +87,7 @@ n1 = {f["signature"] for f in json.load(open(before))["findings"]}
 r = json.load(open(state + "/report.json"))
 assert r["night"]["id"] == "n2"
 f = {x["signature"]: x for x in r["findings"]}
-d = f["wrong-result.dot"]
+d = f["wrong-result.all-reduce"]
 assert d["status"] == "known" and d["first_night"] == "n1" and d["last_night"] == "n2", d
 assert d["nights_seen"] == 2, d
 for s, x in f.items():
@@ -102,7 +102,7 @@ assert code == (1 if new_claims else 0), (code, new_claims)
 assert [t["night"] for t in r["trends"]] == ["n1", "n2"]
 assert all("reference" in t["cases_per_second"] for t in r["trends"]), r["trends"]
 db = json.load(open(state + "/findings.json"))
-assert [x["signature"] for x in db["findings"]].count("wrong-result.dot") == 1
+assert [x["signature"] for x in db["findings"]].count("wrong-result.all-reduce") == 1
 EOF2
 py "$state/junit.xml" "$state/report.json" <<'EOF2' || fail "night 2: junit.xml (new fail, known pass)"
 import json, sys, xml.etree.ElementTree as ET
@@ -112,11 +112,11 @@ cases = {c.get("name"): c for c in root.iter("testcase") if "findings" in c.get(
 assert set(cases) == set(status), (set(cases), set(status))
 for s, c in cases.items():
     assert (c.find("failure") is not None) == (status[s] == "new"), s
-assert cases["wrong-result.dot"].find("failure") is None
+assert cases["wrong-result.all-reduce"].find("failure") is None
 assert int(root.get("failures")) == sum(1 for v in status.values() if v == "new")
 EOF2
 grep -q '<table id="findings">' "$state/report.html" || fail "report.html: no findings table"
-grep -q '| `wrong-result.dot` | known |' "$state/report.md" || fail "report.md: not known"
+grep -q '| `wrong-result.all-reduce` | known |' "$state/report.md" || fail "report.md: not known"
 
 # --- libFuzzer's crash pipeline, with a stand-in binary (tests/data/nightly/fake_libfuzzer.sh):
 # the crash input is replayed, its stack makes the signature, it is kept and minimized; the same

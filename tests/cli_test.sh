@@ -81,8 +81,8 @@ if [ "$code" -eq 3 ] && grep -q "stopped before the campaign's limit" "$tmp/fuzz
   failures=$((failures + 1)); fi
 # A repro that cannot be written is an error (here the repro path is a full disk).
 mkdir -p "$tmp/fuzz-full"
-mkdir -p "$tmp/fuzz-full/wrong-result.dot"
-ln -s /dev/full "$tmp/fuzz-full/wrong-result.dot/module.hlo"
+mkdir -p "$tmp/fuzz-full/wrong-result.all-reduce"
+ln -s /dev/full "$tmp/fuzz-full/wrong-result.all-reduce/module.hlo"
 expect 2 "cannot write the repro" -- "$bin" fuzz --cases 60 --seed 3 --inject-bug dot-padding-unmasked --out "$tmp/fuzz-full"
 expect 0 "verdict: holds" -- "$bin" check "$src/corpus/hlo/pipeline_while.hlo"
 expect 0 "proved" -- "$bin" prove rewrites --rule ag-ag-fuse --max-devices 8

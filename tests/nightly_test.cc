@@ -418,7 +418,7 @@ TEST(NightlyResultTest, ExitCodes) {
   NightlyResult broken;
   broken.broken = true;
   EXPECT_EQ(broken.ExitCode(), 3);
-  EXPECT_EQ(CanarySignatureFor("dot-padding-unmasked"), "wrong-result.dot");
+  EXPECT_EQ(CanarySignatureFor("dot-padding-unmasked"), "wrong-result.all-reduce");
   EXPECT_EQ(CanarySignatureFor("something-else"), "");
 }
 

@@ -53,7 +53,7 @@ unfinished night with the time it had left.
   --libfuzzer-dir DIR   the libFuzzer binaries (default: build-fuzz/fuzz of the checkout)
   --libfuzzer-targets L which of them (default: all five)
   --canary-bug NAME     the injected bug (default dot-padding-unmasked; fuzz --list-bugs)
-  --canary-signature S  the signature it must produce (default wrong-result.dot for the
+  --canary-signature S  the signature it must produce (default wrong-result.all-reduce for the
                         default bug; for others any bug claim)
   --canary-seconds S    the canary's time (default 5% of the night, 3 to 60 s)
   --ray ADDRESS|auto    run the xla/shardy/reference campaigns through the Ray driver
