@@ -27,6 +27,8 @@ expect() {
   fi
 }
 
+# report: a folder that is not a finding is bad input (docs/report.md runs the real examples).
+expect 2 "has no finding.json" -- "$bin" report "$tmp"
 expect 0 "ok: module sharded_matmul" -- "$bin" parse "$src/corpus/hlo/sharded_matmul.hlo"
 expect 0 "parsed 5 files: 5 ok, 0 failed" -- "$bin" parse "$src/corpus/hlo"
 printf 'HloModule m\nENTRY e {\n  p = f32[8 parameter(0)\n}\n' > "$tmp/bad.hlo"

@@ -71,6 +71,7 @@ int RunNightly(const std::vector<std::string>& args, std::ostream& out, std::ost
 int RunRepro(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunLint(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 int RunExplain(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
+int RunReport(const std::vector<std::string>& args, std::ostream& out, std::ostream& err);
 
 }  // namespace spmdcheck::cli
 

@@ -20,6 +20,8 @@ commands:
   check FILE            partition, then check the result with the oracle
   reshard --shape T --from S1 --to S2 --num-partitions N   the cheapest resharding plan
   reduce FILE --until fails|crash|unsupported -o OUT   shrink a failing module
+  reduce DIR            reduce a finding folder the campaign left unreduced
+  report DIR [-o FILE]  the upstream issue (Markdown) for a finding folder
   fuzz [--seconds T] [--inject-bug NAME]   generate -> partition -> check campaign
   nightly --hours H --out DIR [--resume]   every campaign for a night, time-boxed, with reports
   repro FILE --jax -o repro.py   a standalone jax script that reproduces a partitioning
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
   if (command == "repro") return spmdcheck::cli::RunRepro(args, std::cout, std::cerr);
   if (command == "lint") return spmdcheck::cli::RunLint(args, std::cout, std::cerr);
   if (command == "explain") return spmdcheck::cli::RunExplain(args, std::cout, std::cerr);
+  if (command == "report") return spmdcheck::cli::RunReport(args, std::cout, std::cerr);
   std::cerr << "spmdcheck: error: unknown command '" << command << "'\n" << kUsage;
   return spmdcheck::cli::kExitBadInput;
 }
