@@ -65,8 +65,8 @@ struct NightlyResult {
   int ExitCode() const;
 };
 
-// The signature the canary's default bugs show (`wrong-result.all-reduce` for dot-padding-unmasked),
-// or empty when not known (then any bug claim counts).
+// The signature the canary's default bugs show (`wrong-result.all-reduce` for
+// dot-padding-unmasked), or empty when not known (then any bug claim counts).
 std::string CanarySignatureFor(const std::string& bug);
 
 absl::StatusOr<NightlyResult> RunNightly(const NightlyOptions& options, std::ostream& out);

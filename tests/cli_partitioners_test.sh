@@ -116,13 +116,15 @@ print(versions.get(sys.argv[4], "unrecorded"),
       ok=0
       if [ "$status" = reproduces ]; then
         for signature in $signatures; do
+          # ... and `check` names the known finding (among those sharing the signature).
           if [ "$got" -eq 1 ] && grep -qxF "signature: $signature" <<<"$out" &&
+            grep -q "^known findings\?: .*$name (" <<<"$out" &&
             { [[ "$signature" != *.miscompile.* ]] ||
               [[ "$out" == *"verdict: fails (confirmed by XLA's own execution)"* ]]; }; then
             ok=1
           fi
         done
-        want="exit 1 with a signature of $signatures (a miscompile must be confirmed by XLA's own execution)"
+        want="exit 1 with a signature of $signatures naming the known finding $name (a miscompile must be confirmed by XLA's own execution)"
       else
         if [ "$got" -eq 0 ] || [ "$got" -eq 3 ]; then ok=1; fi
         want="exit 0 or 3 (known.json: fixed on jax $tested; if it fails again, record it as reproduces)"

@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "fuzz/findings.h"
+#include "ir/data_dir.h"
 #include "ir/hlo_printer.h"
 #include "oracle/equivalence.h"
 #include "partitioner/cost_model.h"
@@ -176,6 +178,24 @@ int Report(const HloModule& global, const target::CheckOutcome& o, const std::st
   if (!signature.text.empty()) {
     out << "signature: " << signature.text
         << (signature.claim ? "" : " (to investigate: not a bug claim)") << "\n";
+    // The known XLA findings with this signature (corpus/xla-findings/known.json).
+    absl::StatusOr<std::vector<fuzz::KnownFinding>> known =
+        fuzz::LoadKnownFindings(SpmdcheckDataDir() + "/corpus/xla-findings/known.json");
+    std::vector<std::string> matches;
+    if (known.ok()) {
+      for (const fuzz::KnownFinding& k : *known) {
+        if (std::find(k.signatures.begin(), k.signatures.end(), signature.text) !=
+            k.signatures.end()) {
+          matches.push_back(absl::StrCat(k.name, " (", k.status, ", ", k.upstream, ")"));
+        }
+      }
+    }
+    if (!matches.empty()) {
+      out << "known finding" << (matches.size() > 1 ? "s" : "") << ": "
+          << absl::StrJoin(matches, "; ") << " (corpus/xla-findings"
+          << (matches.size() > 1 ? "; one signature, several bugs: compare with their READMEs" : "")
+          << ")\n";
+    }
   }
   out << "reproduce: " << reproduce << "\n";
   return code;
