@@ -112,6 +112,18 @@ expect 2 "has 4 devices but the module has 8" -- "$bin" explain "$src/corpus/exp
 expect 2 "--mesh expects NAME=SIZE" -- "$bin" explain "$src/corpus/explain/gpipe.hlo" --mesh a
 expect 2 "bad.hlo:3:13" -- "$bin" explain "$tmp/bad.hlo"
 expect 2 "no such file" -- "$bin" explain "$tmp/missing.hlo"
+# explain on MPMD programs in IFRT IR: explained (0), a broken wiring refuted (1), an op it does
+# not model unknown (3), bad text and SPMD-only flags refused (2), JSON valid against its schema.
+expect 0 "answer: inter-op: 3 stages over 2 meshes" -- "$bin" explain "$src/corpus/explain/mpmd/gpipe_fwd_bwd.ifrt.mlir"
+sed 's/on devices \[4, 5\]/on devices [0, 1]/' "$src/corpus/explain/mpmd/gpipe_fwd_bwd.ifrt.mlir" > "$tmp/moved.ifrt.mlir"
+expect 1 "placement: fails: $tmp/moved.ifrt.mlir:11:37" -- "$bin" explain "$tmp/moved.ifrt.mlir"
+sed 's/^    return %outputs_6#0/    %r, %c = ifrt.RemapArrays(%arg0) : (x) -> y\n&/' "$src/corpus/explain/mpmd/forward_3_microbatches.ifrt.mlir" > "$tmp/remap.ifrt.mlir"
+expect 3 "coverage: unknown: 1 op(s) of @main this reader does not model" -- "$bin" explain "$tmp/remap.ifrt.mlir"
+sed 's/#sp1 = #ifrt.sharding_param<4x1 to \[0\] on 4>/#sp1 = #ifrt.sharding_param<3x1 to [0] on 4>/' "$src/corpus/explain/mpmd/forward_3_microbatches.ifrt.mlir" > "$tmp/badsp.ifrt.mlir"
+expect 2 "badsp.ifrt.mlir:2:8: sharding_param" -- "$bin" explain "$tmp/badsp.ifrt.mlir"
+expect 2 "--global, --mesh and html are for SPMD modules" -- "$bin" explain "$src/corpus/explain/mpmd/mesh2x2.ifrt.mlir" --format html
+"$bin" explain "$src/corpus/explain/mpmd/gpipe_fwd_bwd.ifrt.mlir" --format json > "$tmp/explain-mpmd.json"
+expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/explain-mpmd-schema.json" "$tmp/explain-mpmd.json"
 # Issue 14: procedures, rule files, inference, JAX hints.
 expect 0 "decided by: enumeration over 4 groups of 2" -- "$bin" prove groups --sharding '{devices=[2,2,2]<=[8]}' --dims 1 --groups '{{0,2},{1,3},{4,6},{5,7}}'
 expect 2 "--procedure must be" -- "$bin" prove sharding '{devices=[2]<=[2]}' --procedure fast

@@ -8,6 +8,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "explain/explain.h"
+#include "explain/ifrt_program.h"
+#include "explain/mpmd_explanation.h"
 #include "ir/hlo_module.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
@@ -28,6 +30,10 @@ between neighbours, with stage-stacked weights) is checked: Z3 proves the rotati
 placement for every device, and a run of the loop's schedule checks that every micro-batch passes
 every stage in order. The last line answers: intra-op only, or intra-op plus N pipeline stages
 over an axis. A global (pre-partitioning) module is explained from its shardings.
+An MPMD (pipeline) program in IFRT IR (Shardy's MPMD partitioner after lower_to_ifrt) is
+explained mesh by mesh: stages, each mesh's order of fragment calls with microbatches,
+transfers between meshes and their bytes, what each mesh axis splits; its wiring is checked
+(values, placement, transfers, fragments) and the last line answers inter-op and intra-op.
   --global PRE.hlo     the pre-partitioning program (XLA's before_spmd-partitioning dump): its
                        dots and shardings say what the axes are for
   --mesh SPEC          axis names and sizes in device-id order, e.g. data=2,pipeline=4,model=8
@@ -37,6 +43,18 @@ over an axis. A global (pre-partitioning) module is explained from its shardings
 Exit codes: 0 explained (pipeline checks proved or none), 1 a pipeline check refuted, 2 bad input,
 3 a pipeline check unknown.
 )";
+
+// An MPMD program in IFRT IR (explain/mpmd_explanation.h).
+int ExplainIfrt(const std::string& path, const std::string& text, const std::string& format,
+                std::ostream& out, std::ostream& err) {
+  absl::StatusOr<explain::IfrtProgram> program = explain::ParseIfrtProgram(text, path);
+  if (!program.ok()) return BadInput(err, "explain", program.status().message());
+  absl::StatusOr<explain::MpmdExplanation> explanation = explain::ExplainMpmd(*program);
+  if (!explanation.ok()) return BadInput(err, "explain", explanation.status().message());
+  out << (format == "json" ? explain::FormatMpmdJson(*explanation)
+                           : explain::FormatMpmdText(*explanation));
+  return VerdictExitCode(explanation->verdict());
+}
 
 }  // namespace
 
@@ -76,6 +94,15 @@ int RunExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
   const std::string path = args->positional()[0];
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return BadInput(err, "explain", text.status().message());
+  if (explain::LooksLikeIfrtProgram(*text)) {
+    if (format == "html" || args->Has("--global") || args->Has("--mesh")) {
+      return BadInput(err, "explain",
+                      absl::StrCat(path,
+                                   ": an IFRT (MPMD) program is explained as text or json; "
+                                   "--global, --mesh and html are for SPMD modules"));
+    }
+    return ExplainIfrt(path, *text, format, out, err);
+  }
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
   if (!module.ok()) return BadInput(err, "explain", module.status().message());
   if (*n > 0) {

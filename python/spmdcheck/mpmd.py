@@ -1690,6 +1690,9 @@ def check_mpmd(program: MpmdProgram, *, seed: int = 0, workdir: Optional[str] = 
   if oracle and raw.get("fragments"):
     judges["oracle"] = _oracle(raw["fragments"], seed=seed + 1, trials=oracle_trials,
                                timeout=timeout)
+  explained = _explain(program, os.path.join(workdir, "ifrt.mlir"), timeout)
+  if explained is not None:
+    judges["explain"] = explained
   verdicts = [j.get("verdict") for j in judges.values()]
   if "fails" in verdicts:
     verdict = "fails"
@@ -1707,6 +1710,47 @@ def check_mpmd(program: MpmdProgram, *, seed: int = 0, workdir: Optional[str] = 
   with open(os.path.join(workdir, "check.json"), "w") as f:
     json.dump(result.to_json(), f, indent=1, default=str)
   return result
+
+
+def _explain(program: MpmdProgram, ifrt_path: str, timeout: float) -> Optional[Dict[str, Any]]:
+  """`spmdcheck explain ifrt.mlir --format json`: the IFRT program's wiring checks (values,
+  placement, transfers, fragments), and what it reads compared with the program: each fragment
+  runs on the mesh its stage is assigned to, and is called once per microbatch. None when there
+  is no IFRT program (the partitioner refused) or no binary (the other judges still judge)."""
+  if not os.path.exists(ifrt_path):
+    return None
+  try:
+    _binary.find_binary()
+  except _binary.SpmdcheckError:
+    return None
+  try:
+    done = _binary.run(["explain", ifrt_path, "--format", "json"], timeout=timeout)
+  except _binary.SpmdcheckError as e:
+    return {"verdict": "unknown", "reason": "explain refuses the IFRT program: " +
+            str(e).splitlines()[0][:300]}
+  report = json.loads(done.stdout)
+  problems: List[str] = []
+  stage_names = {b.name for b in program.stages}
+  for fragment in report["fragments"]:
+    if fragment["stage"] in stage_names and \
+        fragment["mesh"] != program.mesh_of(fragment["stage"]):
+      problems.append(f"{fragment['name']} (stage {fragment['stage']}) runs on "
+                      f"{fragment['mesh']}, the stage is assigned to "
+                      f"{program.mesh_of(fragment['stage'])}")
+  want_calls = max(program.microbatches, 1)
+  if report["microbatches"] != want_calls:
+    problems.append(f"explain reads {report['microbatches']} microbatches, the program has "
+                    f"{want_calls}")
+  verdict = report["verdict"]
+  if problems:
+    verdict = "fails"
+  out: Dict[str, Any] = {"verdict": verdict, "answer": report["answer"],
+                         "checks": {c["name"]: c["verdict"] for c in report["checks"]},
+                         "reproduce": f"spmdcheck explain {shlex.quote(ifrt_path)}"}
+  failing = [f"{c['name']}: {c['detail']}" for c in report["checks"] if c["verdict"] != "holds"]
+  if problems or failing:
+    out["reason"] = "; ".join(problems + failing)[:600]
+  return out
 
 
 def _oracle(fragments: List[Dict[str, Any]], seed: int, trials: int,

@@ -129,6 +129,31 @@ def test_microbatches_backward_stages_and_a_schedule_hold(tmp_path):
   details = r.judges["structure"]["details"]
   assert details["import_fragments"] == 8  # 4 stages x 2 microbatches
   assert r.judges["end_to_end"]["details"]["outputs"] == 2
+  # `spmdcheck explain` reads the IFRT program: wiring holds, each fragment on its stage's mesh,
+  # one call per microbatch, forward and backward interleaved on the meshes (1F1B).
+  explained = r.judges["explain"]
+  assert explained["verdict"] == "holds", explained
+  assert explained["answer"].startswith("inter-op: 2 stages over 2 meshes"), explained
+  assert "2 microbatches" in explained["answer"] and "1F1B-like" in explained["answer"]
+
+
+def test_explain_judge_compares_the_ifrt_program_with_the_program(tmp_path):
+  """The explain judge on the IFRT program the partitioner made for generated program 1
+  (corpus/explain/mpmd/gpipe_fwd_bwd.ifrt.mlir): it holds for that program, and fails when
+  the program says a stage belongs to another mesh than the one its fragment runs on."""
+  root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+  ifrt = os.path.join(root, "corpus", "explain", "mpmd", "gpipe_fwd_bwd.ifrt.mlir")
+  program = mpmd.random_mpmd_program(1)
+  judged = mpmd._explain(program, ifrt, timeout=60)
+  assert judged is not None and judged["verdict"] == "holds", judged
+  assert judged["checks"] == {"values": "holds", "placement": "holds", "transfers": "holds",
+                              "fragments": "holds"}
+  program.assignment["s1"] = "m0"
+  judged = mpmd._explain(program, ifrt, timeout=60)
+  assert judged["verdict"] == "fails"
+  assert "p1_s1_fwd_calls0to1.mpmd_1 (stage s1) runs on m1, the stage is assigned to m0" in \
+      judged["reason"]
+  assert mpmd._explain(program, str(tmp_path / "none.mlir"), timeout=60) is None
 
 
 def test_generated_programs_are_deterministic_and_valid():
