@@ -118,7 +118,7 @@ std::string FormatMpmdJson(const MpmdExplanation& e) {
   for (const MpmdCheck& c : e.checks) {
     checks.push_back({{"name", c.name}, {"verdict", VerdictName(c.verdict)}, {"detail", c.detail}});
   }
-  nlohmann::ordered_json json = {{"schema", "spmdcheck.explain.mpmd/1"},
+  nlohmann::ordered_json json = {{"schema", "spmdcheck-explain-mpmd/1"},
                                  {"path", e.path},
                                  {"module", e.module_name},
                                  {"num_devices", e.num_devices},

@@ -263,6 +263,7 @@ std::string FormatHoldings(const LintReport& report) {
 
 std::string FormatJson(const LintReport& report) {
   Json json = Json::object();
+  json["schema"] = "spmdcheck-lint/1";  // tests/data/lint-schema.json; fields are only added.
   json["path"] = report.path;
   json["num_partitions"] = report.num_partitions;
   json["chains"] = report.chains;

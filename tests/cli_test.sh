@@ -67,6 +67,16 @@ expect 0 "all-reduce-wrong-axis" -- "$bin" fuzz --list-bugs
 expect 0 "failures: 0" -- "$bin" fuzz --cases 30 --seed 7 --out "$tmp/fuzz-clean"
 expect 1 "wrong-result" -- "$bin" fuzz --cases 60 --seed 3 --inject-bug dot-padding-unmasked --out "$tmp/fuzz-bug"
 expect 2 "unknown injected bug" -- "$bin" fuzz --cases 1 --inject-bug no-such-bug
+# Versioned JSON outputs (issue 27): check, lint and fuzz's summary.json against their schemas
+# (tests/data/*-schema.json); a failing check's result carries its counterexample.
+finding_dir="$(ls -d "$tmp/fuzz-bug"/*/ | head -1)"
+"$bin" check "$finding_dir/module.hlo" --inject-bug dot-padding-unmasked --format json > "$tmp/check-fails.json"
+expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/check-schema.json" "$tmp/check-fails.json"
+expect 0 "fails" -- python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; assert r["first_wrong_element"] is not None; print(r["verdict"])' "$tmp/check-fails.json"
+"$bin" check "$src/corpus/hlo/sharded_matmul.hlo" --format json > "$tmp/check-holds.json"
+expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/check-schema.json" "$tmp/check-holds.json"
+expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/fuzz-summary-schema.json" "$tmp/fuzz-bug/summary.json"
+expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/fuzz-summary-schema.json" "$tmp/fuzz-clean/summary.json"
 expect 2 "unknown pattern" -- "$bin" fuzz --cases 1 --pattern-weights no-such-pattern=1
 expect 0 "patterns hit: dus-out-of-range-start" -- "$bin" fuzz --cases 20 --seed 3 \
   --pattern-weights all=0,dus-out-of-range-start=40 --out "$tmp/fuzz-patterns"
@@ -95,6 +105,7 @@ expect 1 '"version": "2.1.0"' -- "$bin" lint "$src/corpus/lint/wasteful/01_ag_ds
 "$bin" lint "$src/corpus/lint/wasteful/03_two_permutes.hlo" --format sarif > "$tmp/lint.sarif"
 expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/sarif-schema-2.1.0.json" "$tmp/lint.sarif"
 "$bin" lint "$src/corpus/lint/wasteful/03_two_permutes.hlo" --format json > "$tmp/lint.json"
+expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/lint-schema.json" "$tmp/lint.json"
 expect 0 "consecutive-permutes" -- python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); f=d["findings"][0]; assert f["status"]=="proved" and f["proposed"]["collectives"]==1, f; print(f["rule"])' "$tmp/lint.json"
 expect 2 "--format must be" -- "$bin" lint "$src/corpus/lint/good/02_a2a_dim0_to_dim1.hlo" --format xml
 expect 2 "--topology" -- "$bin" lint "$src/corpus/lint/good/02_a2a_dim0_to_dim1.hlo" --topology nodes=3

@@ -489,7 +489,10 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
     out << "compared (" << *args->Get("--compare")
         << "): " << CostLine(*compared, compared->num_partitions()) << "\n";
   }
-  if (format == "json") real_out << nlohmann::json{{"results", json_results}}.dump(2) << "\n";
+  if (format == "json") {
+    real_out << nlohmann::json{{"schema", "spmdcheck-check/1"}, {"results", json_results}}.dump(2)
+             << "\n";
+  }
   if (page.has_value()) {
     if (absl::Status written = page->Write(*args->Get("--html")); !written.ok()) {
       return BadInput(err, "check", written.message());

@@ -2297,7 +2297,7 @@ def run_campaign(seconds: float, seed: int, out: str, programs: int = 0, oracle:
   start = time.time()
   summary: Dict[str, Any] = {"seed": seed, "programs": 0, "holds": 0, "fails": 0,
                              "unknown": 0, "findings": [], "unknown_reasons": {},
-                             "checked": []}
+                             "judges": {}, "checked": []}
   index = 0
   while (time.time() - start < seconds) and (programs <= 0 or index < programs):
     ps = campaign_program_seed(seed, index)
@@ -2309,6 +2309,9 @@ def run_campaign(seconds: float, seed: int, out: str, programs: int = 0, oracle:
     summary[result.verdict] += 1
     summary["checked"].append({"seed": ps, "verdict": result.verdict,
                                "signature": result.signature, "seconds": result.seconds})
+    for judge, detail in result.judges.items():  # judge -> verdict -> programs
+      tally = summary["judges"].setdefault(judge, {})
+      tally[detail.get("verdict", "?")] = tally.get(detail.get("verdict", "?"), 0) + 1
     line = f"    {result.verdict}"
     if result.verdict != "holds":
       line += f" ({result.signature}): " + (result.reason or json.dumps(
@@ -2337,6 +2340,10 @@ def run_campaign(seconds: float, seed: int, out: str, programs: int = 0, oracle:
   print(f"== {summary['programs']} programs in {summary['seconds']} s (seed {seed}): "
         f"holds {summary['holds']}, fails {summary['fails']}, unknown {summary['unknown']}; "
         f"findings {len(summary['findings'])}", file=log, flush=True)
+  judges = ", ".join(f"{j} " + "/".join(f"{v} {n}" for v, n in sorted(t.items()))
+                     for j, t in summary["judges"].items())
+  if judges:
+    print(f"   judges: {judges}", file=log, flush=True)
   for sig, entry in summary["unknown_reasons"].items():
     print(f"   unknown {entry['count']}x {sig} (first seed {entry['first_seed']})", file=log)
   for finding in summary["findings"]:
