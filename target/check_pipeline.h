@@ -92,6 +92,17 @@ struct ExecutionCheck {
   std::string reference = "single-device run";
 };
 
+// What one judge (target/judges.h) found: its verdict, the first difference or why it could not
+// judge, its time. `ran` is false when it could not run at all (the oracle refused the program,
+// XLA's executables not run under --no-execute).
+struct JudgeRecord {
+  std::string judge;  // `oracle`, `xla-end-to-end`, `interpreter-vs-xla`.
+  Verdict verdict = Verdict::kUnknown;
+  std::string detail;
+  double seconds = 0;
+  bool ran = true;
+};
+
 struct CheckOutcome {
   CheckStatus status = CheckStatus::kUnsupported;
   Finding finding = Finding::kNone;
@@ -104,6 +115,7 @@ struct CheckOutcome {
   double execution_seconds = 0;      // XLA's executions and our interpreter on the global program.
   double interpreter_seconds = 0;    // ... of which our interpreter.
   std::vector<PassDump> pass_dumps;  // The partitioner's, when it was asked for them.
+  std::vector<JudgeRecord> judges;   // In the order the judges ran; the status combines them.
   bool oracle_ran = false;
   oracle::EquivReport report;  // The oracle: partitioned vs global.
   std::optional<ExecutionCheck> xla_end_to_end;

@@ -16,6 +16,7 @@
 #include "oracle/engine.h"
 #include "oracle/inputs.h"
 #include "oracle/sharded_values.h"
+#include "target/judges.h"
 #include "target/signature.h"
 #include "tests/shared_dir.h"
 
@@ -132,6 +133,46 @@ TEST(CheckPipelineVerdicts, HoldsWhenAllThreeAgree) {
   ASSERT_TRUE(o.xla_end_to_end.has_value());
   EXPECT_EQ(o.xla_end_to_end->verdict, Verdict::kHolds);
   EXPECT_EQ(o.interpreter_vs_xla->verdict, Verdict::kHolds);
+  // Every judge of the table left its record, in the table's order.
+  std::vector<std::string> judges;
+  for (const JudgeRecord& r : o.judges) judges.push_back(r.judge);
+  EXPECT_THAT(judges, testing::ElementsAre("oracle", "xla-end-to-end", "interpreter-vs-xla"));
+}
+
+TEST(JudgesTable, OracleFirstThenXlasExecutions) {
+  std::vector<std::string> names;
+  for (const Judge* judge : Judges()) names.push_back(std::string(judge->name()));
+  EXPECT_THAT(names, testing::ElementsAre("oracle", "xla-executions"));
+}
+
+// The policy on records alone: XLA's sharded run wrong only with garbage in the padding of
+// uneven input shards is no bug claim, whatever the oracle says.
+TEST(VerdictPolicy, ReadsInputPaddingIsNoBugClaim) {
+  CheckOutcome o;
+  o.judges = {{"oracle", Verdict::kFails, "device 1 differs", 0, true},
+              {"xla-end-to-end", Verdict::kUnknown, "", 0, true},
+              {"interpreter-vs-xla", Verdict::kHolds, "", 0, true}};
+  o.xla_end_to_end.emplace();
+  o.xla_end_to_end->padding_dependent = true;
+  o.interpreter_vs_xla.emplace();
+  o.interpreter_vs_xla->verdict = Verdict::kHolds;
+  ApplyVerdictPolicy(o);
+  EXPECT_EQ(o.status, CheckStatus::kUnsupported);
+  EXPECT_EQ(o.finding, Finding::kReadsInputPadding);
+}
+
+// Without executables the oracle decides: its fail is a fail (ours), its unknown unknown.
+TEST(VerdictPolicy, WithoutExecutablesTheOracleDecides) {
+  CheckOutcome fails;
+  fails.judges = {{"oracle", Verdict::kFails, "device 0 differs at [3]", 0, true}};
+  ApplyVerdictPolicy(fails);
+  EXPECT_EQ(fails.status, CheckStatus::kFails);
+  EXPECT_EQ(fails.message, "device 0 differs at [3]");
+  CheckOutcome unknown;
+  unknown.judges = {{"oracle", Verdict::kUnknown, "oracle: too large", 0, false}};
+  ApplyVerdictPolicy(unknown);
+  EXPECT_EQ(unknown.status, CheckStatus::kUnsupported);
+  EXPECT_EQ(unknown.finding, Finding::kNone);
 }
 
 TEST(CheckPipelineVerdicts, FailsOnlyWhenXlasExecutionConfirms) {

@@ -1,0 +1,88 @@
+// The judges of a partitioning, as a table: each judge compares the partitioned program with the
+// global one in its own way and records what it found in the CheckOutcome; one verdict policy
+// (target/verdict_policy.cc) then combines their records into the outcome's status. The check
+// pipeline (target/check_pipeline.cc) prepares the two programs, runs every judge of `Judges()`
+// that applies, in order, and applies the policy. A new judge is a class here and a line in
+// `Judges()`, as llvm-reduce registers its delta passes.
+//
+// Registered, in order:
+//  * oracle: our N-device interpreter runs the partitioned program against the global one
+//    (exact collectives, poisoned padding, localisation of the first divergence);
+//  * xla-executions: the partitioner's own executables (XLA's sharded executable against its
+//    one-device run of the global program: "xla-end-to-end") and our interpreter against that
+//    one-device run ("interpreter-vs-xla"); applies when the partitioner has executables and
+//    --no-execute is not given.
+// The lint (cheaper collective chains, lint/) and the SMT proofs (smt/) judge a correct
+// partitioning's cost and rewrite rules; they live in rooms above this one and are run by the
+// campaign and their own subcommands, not yet from this table (docs/architecture.md).
+#ifndef SPMDCHECK_TARGET_JUDGES_H_
+#define SPMDCHECK_TARGET_JUDGES_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/types/span.h"
+#include "ir/hlo_module.h"
+#include "ir/sharding.h"
+#include "target/check_pipeline.h"
+#include "target/partitioner_under_test.h"
+
+namespace spmdcheck::target {
+
+// What every judge sees: the programs (as the partitioner received them, and as judged: XLA's
+// received module with the shardings it settled on), their oracle forms (narrow floats widened),
+// the partitioner's output (its executables), the shardings of the entry's parameters and
+// result leaves, and the check's options.
+struct JudgeInputs {
+  PartitionerUnderTest& partitioner;
+  const PartitionOutput& output;
+  const HloModule& sent;
+  const HloModule& judged;
+  const HloModule& oracle_global;
+  const HloModule& oracle_partitioned;
+  const std::vector<HloSharding>& parameter_shardings;
+  const std::vector<HloSharding>& output_shardings;
+  int64_t num_partitions = 0;
+  const CheckOptions& options;
+  // Set by the check pipeline: the judged module is not the one given (XLA's received module).
+  bool judged_is_received = false;
+};
+
+class Judge {
+ public:
+  virtual ~Judge() = default;
+  // The name its records carry (`oracle`, `xla-executions` ...).
+  virtual absl::string_view name() const = 0;
+  // Whether it has anything to judge for these inputs.
+  virtual bool Applies(const JudgeInputs& inputs) const = 0;
+  // Judges; appends its records (one per comparison it makes) to `outcome.judges` and fills the
+  // outcome's detail fields it owns (the oracle's report, the execution checks, timings).
+  // `outcome.judges` holds the records of the judges before it (a later judge may use them: XLA's
+  // executions run the oracle's failing inputs first).
+  virtual void Run(const JudgeInputs& inputs, CheckOutcome& outcome) const = 0;
+};
+
+// The table, in the order the judges run.
+absl::Span<const Judge* const> Judges();
+
+// Sets `outcome.status`, `finding` and `message` from the judges' records (the one verdict
+// policy: `fails` against XLA only when XLA's own execution shows it). `executed` says whether
+// the partitioner's executables were run.
+void ApplyVerdictPolicy(CheckOutcome& outcome);
+
+// Judges' helpers shared with tests.
+// The trials XLA's executables run, in order: the oracle's trials 0..trials-1; when only the
+// oracle has seen a difference (on `oracle_failing_trial`), that trial's inputs first and as many
+// fresh trials again after them, so that a difference XLA shows on other inputs is not missed.
+std::vector<int64_t> ExecutionTrialOrder(int64_t trials, int64_t oracle_failing_trial);
+
+// The sharding of each array leaf of `shape` under `sharding` (a tuple sharding's elements).
+std::vector<HloSharding> LeafShardings(const HloSharding& sharding, const Shape& shape);
+
+// The record of judge `name` in `outcome`, or null.
+const JudgeRecord* FindJudgeRecord(const CheckOutcome& outcome, absl::string_view name);
+
+}  // namespace spmdcheck::target
+
+#endif  // SPMDCHECK_TARGET_JUDGES_H_
