@@ -229,6 +229,256 @@ void DetectStarts(const HloInstruction& instr, const HloInstruction* sharded_hol
   }
 }
 
+// Patterns of the instruction's own sharding: partial replication, permuted devices, several mesh
+// axes on one dim, and uneven dims.
+void DetectShardingPatterns(const HloInstruction& instr, const Mesh* mesh,
+                            std::vector<GenPattern>* out) {
+  if (!instr.sharding().has_value()) return;
+  std::vector<const HloSharding*> leaves;
+  Leaves(*instr.sharding(), &leaves);
+  std::vector<const Shape*> shapes;
+  ArrayLeaves(instr.shape(), &shapes);
+  for (size_t l = 0; l < leaves.size(); ++l) {
+    const HloSharding& s = *leaves[l];
+    if (!s.IsTiled()) continue;
+    if (s.ReplicateOnLastTileDim()) Add(out, GenPattern::kPartialReplication);
+    const std::vector<int64_t> devices = s.tile_assignment().Devices();
+    if (s.NumTiles() > 1 && !std::is_sorted(devices.begin(), devices.end())) {
+      Add(out, GenPattern::kTransposedIotaDevices);
+    }
+    if (mesh != nullptr && IsMultiAxisSharding(s, *mesh)) Add(out, GenPattern::kMultiAxisDim);
+    const Shape* leaf = l < shapes.size() ? shapes[l] : nullptr;
+    if (leaf == nullptr || !leaf->IsArray()) continue;
+    for (int64_t d = 0; d < std::min<int64_t>(leaf->rank(), s.TiledDataRank()); ++d) {
+      const int64_t t = s.tile_assignment().dim(d);
+      if (t <= 1) continue;
+      if (leaf->dimensions(d) < t) {
+        Add(out, GenPattern::kUnevenDimOverMoreDevices);
+      } else if (leaf->dimensions(d) % t != 0) {
+        Add(out, GenPattern::kUnevenDim);
+      }
+    }
+  }
+}
+
+// ---- One detector per op family (DetectOpPatterns dispatches).
+
+void DetectDynamicUpdateSlice(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  if (instr.operand_count() < 2) return;
+  const HloInstruction* holder = ShardedOn(&instr, 0) ? &instr : instr.operand(0);
+  std::vector<int64_t> sizes = instr.operand(1)->shape().dimensions();
+  // Sharded on any dim: the result's or the operand's sharding.
+  for (int64_t d = 0; d < instr.shape().rank(); ++d) {
+    if (ShardedOn(&instr, d)) holder = &instr;
+  }
+  DetectStarts(instr, holder, 2, sizes, GenPattern::kDusOutOfRangeStart, out);
+}
+
+void DetectReshape(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  const HloInstruction* a = instr.operand(0);
+  for (const DimGroup& g : ReshapeGroups(a->shape(), instr.shape())) {
+    bool in_sharded = false, out_sharded = false;
+    for (int64_t d : g.in) in_sharded |= ShardedOn(a, d);
+    for (int64_t d : g.out) out_sharded |= ShardedOn(&instr, d);
+    if (g.in.size() >= 2 && g.out.size() == 1 && (in_sharded || out_sharded)) {
+      Add(out, GenPattern::kReshapeMergeSharded);
+    }
+    if (g.in.size() == 1 && g.out.size() >= 2 && (in_sharded || out_sharded)) {
+      Add(out, GenPattern::kReshapeSplitSharded);
+    }
+  }
+}
+
+void DetectDot(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  const auto& attrs = instr.attrs();
+  if (!attrs.dot_dimension_numbers.has_value()) return;
+  const DotDimensionNumbers& dn = *attrs.dot_dimension_numbers;
+  for (int side = 0; side < 2; ++side) {
+    const HloInstruction* o = instr.operand(side);
+    for (int64_t d : side == 0 ? dn.lhs_contracting : dn.rhs_contracting) {
+      if (ShardedOn(o, d)) Add(out, GenPattern::kDotShardedContracting);
+    }
+    for (int64_t d : side == 0 ? dn.lhs_batch : dn.rhs_batch) {
+      if (ShardedOn(o, d)) Add(out, GenPattern::kDotShardedBatch);
+    }
+  }
+}
+
+void DetectConvolution(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  const auto& attrs = instr.attrs();
+  if (attrs.feature_group_count.value_or(1) > 1) Add(out, GenPattern::kConvFeatureGroups);
+  if (attrs.batch_group_count.value_or(1) > 1) Add(out, GenPattern::kConvBatchGroups);
+  if (!attrs.dim_labels.has_value()) return;
+  const ConvolutionDimensionNumbers& dn = *attrs.dim_labels;
+  const HloInstruction* lhs = instr.operand(0);
+  const HloInstruction* rhs = instr.operand(1);
+  if (ShardedOn(lhs, dn.input_batch)) Add(out, GenPattern::kConvShardedBatch);
+  if (ShardedOn(lhs, dn.input_feature) || ShardedOn(rhs, dn.kernel_input_feature) ||
+      ShardedOn(rhs, dn.kernel_output_feature)) {
+    Add(out, GenPattern::kConvShardedFeature);
+  }
+  for (int64_t d : dn.input_spatial) {
+    if (ShardedOn(lhs, d)) Add(out, GenPattern::kConvShardedSpatial);
+  }
+}
+
+void DetectIndexType(PrimitiveType t, std::vector<GenPattern>* out) {
+  if (IsIndexType(t, PrimitiveType::kS64)) Add(out, GenPattern::kIndexS64);
+  if (IsIndexType(t, PrimitiveType::kU32)) Add(out, GenPattern::kIndexU32);
+}
+
+void DetectGather(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  const auto& attrs = instr.attrs();
+  if (!attrs.gather_dimension_numbers.has_value() || instr.operand_count() < 2) return;
+  const GatherDimensionNumbers& dn = *attrs.gather_dimension_numbers;
+  const HloInstruction* a = instr.operand(0);
+  const HloInstruction* idx = instr.operand(1);
+  DetectIndexType(idx->shape().element_type(), out);
+  for (int64_t d = 0; d < a->shape().rank(); ++d) {
+    if (!ShardedOn(a, d)) continue;
+    Add(out, Contains(dn.start_index_map, d) ? GenPattern::kGatherShardedIndexedDim
+                                             : GenPattern::kGatherShardedOffsetDim);
+  }
+  for (int64_t d = 0; d < idx->shape().rank(); ++d) {
+    if (d != dn.index_vector_dim && ShardedOn(idx, d)) {
+      Add(out, GenPattern::kGatherShardedIndices);
+    }
+  }
+}
+
+void DetectScatter(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  const auto& attrs = instr.attrs();
+  if (!attrs.scatter_dimension_numbers.has_value() || instr.operand_count() < 3) return;
+  const ScatterDimensionNumbers& dn = *attrs.scatter_dimension_numbers;
+  const HloInstruction* a = instr.operand(0);
+  DetectIndexType(instr.operand(1)->shape().element_type(), out);
+  for (int64_t d = 0; d < a->shape().rank(); ++d) {
+    if (ShardedOn(a, d) && Contains(dn.scatter_dims_to_operand_dims, d)) {
+      Add(out, GenPattern::kScatterShardedIndexedDim);
+    }
+  }
+  for (int64_t d = 0; d < instr.operand(2)->shape().rank(); ++d) {
+    if (ShardedOn(instr.operand(2), d)) Add(out, GenPattern::kScatterShardedUpdates);
+  }
+  if (NonCommutative(Called(instr, "to_apply"))) {
+    Add(out, GenPattern::kScatterNoncommutative);
+  }
+}
+
+void DetectCustomCall(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  const std::string target = instr.attrs().custom_call_target.value_or("");
+  if (target == "TopK" && instr.operand_count() == 1 &&
+      ShardedOn(instr.operand(0), instr.operand(0)->shape().rank() - 1)) {
+    Add(out, GenPattern::kTopKShardedDim);
+  }
+  if (target == "SPMDFullToShardShape") Add(out, GenPattern::kManualRegion);
+}
+
+void DetectReduceWindow(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  const auto& attrs = instr.attrs();
+  if (!attrs.window.has_value()) return;
+  for (int64_t d = 0; d < static_cast<int64_t>(attrs.window->size()); ++d) {
+    if ((*attrs.window)[d].size > 1 && ShardedOn(instr.operand(0), d)) {
+      Add(out, GenPattern::kReduceWindow);
+    }
+  }
+}
+
+void DetectPad(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  const auto& attrs = instr.attrs();
+  if (!attrs.padding.has_value()) return;
+  const HloInstruction* a = instr.operand(0);
+  for (int64_t d = 0; d < static_cast<int64_t>(attrs.padding->size()); ++d) {
+    const PadDim& p = (*attrs.padding)[d];
+    const int64_t t = std::max(TilesOn(a->sharding(), d), TilesOn(instr.sharding(), d));
+    if (t <= 1) continue;
+    if (p.low < 0 || p.high < 0) Add(out, GenPattern::kPadNegative);
+    const int64_t per_shard = (a->shape().dimensions(d) + t - 1) / t;
+    if (p.interior > 0 && per_shard <= 2) Add(out, GenPattern::kPadInteriorTinyShards);
+  }
+}
+
+void DetectConcatenate(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  const auto& attrs = instr.attrs();
+  if (!attrs.dimensions.has_value() || attrs.dimensions->empty()) return;
+  const int64_t d = attrs.dimensions->front();
+  for (const HloInstruction* o : instr.operands()) {
+    const int64_t t = std::max(TilesOn(o->sharding(), d), TilesOn(instr.sharding(), d));
+    if (t > 1 && (o->shape().dimensions(d) + t - 1) / t <= 2) {
+      Add(out, GenPattern::kConcatTinyShards);
+      return;
+    }
+  }
+}
+
+void DetectWhile(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  const HloComputation* body = Called(instr, "body");
+  if (Has(body, HloOpcode::kPartitionId) && Has(body, HloOpcode::kSelect) &&
+      (Has(body, HloOpcode::kReduce) || Has(body, HloOpcode::kAllReduce))) {
+    Add(out, GenPattern::kWhilePartitionIdSelectReduce);
+  }
+}
+
+// add / multiply / subtract of s32 or u32 with a constant of magnitude >= 2^30.
+void DetectIntegerOverflow(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  const Shape& shape = instr.shape();
+  const PrimitiveType t = shape.IsArray() ? shape.element_type() : PrimitiveType::kPred;
+  if (t != PrimitiveType::kS32 && t != PrimitiveType::kU32) return;
+  for (const HloInstruction* o : instr.operands()) {
+    std::optional<int64_t> v = ConstantInt(o);
+    if (v.has_value() && (*v >= (int64_t{1} << 30) || *v <= -(int64_t{1} << 30))) {
+      Add(out, GenPattern::kIntegerOverflow);
+    }
+  }
+}
+
+// The patterns of the op itself, by opcode.
+void DetectOpPatterns(const HloInstruction& instr, std::vector<GenPattern>* out) {
+  const auto& attrs = instr.attrs();
+  switch (instr.opcode()) {
+    case HloOpcode::kDynamicSlice:
+      if (attrs.dynamic_slice_sizes.has_value()) {
+        DetectStarts(instr, instr.operand(0), 1, *attrs.dynamic_slice_sizes,
+                     GenPattern::kDsOutOfRangeStart, out);
+      }
+      return;
+    case HloOpcode::kDynamicUpdateSlice:
+      return DetectDynamicUpdateSlice(instr, out);
+    case HloOpcode::kReshape:
+      return DetectReshape(instr, out);
+    case HloOpcode::kDot:
+      return DetectDot(instr, out);
+    case HloOpcode::kConvolution:
+      return DetectConvolution(instr, out);
+    case HloOpcode::kGather:
+      return DetectGather(instr, out);
+    case HloOpcode::kScatter:
+      return DetectScatter(instr, out);
+    case HloOpcode::kSort:
+      if (attrs.dimensions.has_value() && attrs.dimensions->size() == 1 &&
+          ShardedOn(instr.operand(0), attrs.dimensions->front())) {
+        Add(out, GenPattern::kSortShardedDim);
+      }
+      return;
+    case HloOpcode::kCustomCall:
+      return DetectCustomCall(instr, out);
+    case HloOpcode::kReduceWindow:
+      return DetectReduceWindow(instr, out);
+    case HloOpcode::kPad:
+      return DetectPad(instr, out);
+    case HloOpcode::kConcatenate:
+      return DetectConcatenate(instr, out);
+    case HloOpcode::kWhile:
+      return DetectWhile(instr, out);
+    case HloOpcode::kAdd:
+    case HloOpcode::kMultiply:
+    case HloOpcode::kSubtract:
+      return DetectIntegerOverflow(instr, out);
+    default:
+      return;
+  }
+}
+
 }  // namespace
 
 absl::string_view GenPatternName(GenPattern pattern) {
@@ -277,214 +527,10 @@ absl::Status SetPatternWeights(absl::string_view spec, ProgramGenOptions* option
 
 std::vector<GenPattern> DetectPatterns(const HloInstruction& instr, const Mesh* mesh) {
   std::vector<GenPattern> out;
+  DetectShardingPatterns(instr, mesh, &out);
   const Shape& shape = instr.shape();
-  // Shardings.
-  if (instr.sharding().has_value()) {
-    std::vector<const HloSharding*> leaves;
-    Leaves(*instr.sharding(), &leaves);
-    std::vector<const Shape*> shapes;
-    ArrayLeaves(shape, &shapes);
-    for (size_t l = 0; l < leaves.size(); ++l) {
-      const HloSharding& s = *leaves[l];
-      if (!s.IsTiled()) continue;
-      if (s.ReplicateOnLastTileDim()) Add(&out, GenPattern::kPartialReplication);
-      const std::vector<int64_t> devices = s.tile_assignment().Devices();
-      if (s.NumTiles() > 1 && !std::is_sorted(devices.begin(), devices.end())) {
-        Add(&out, GenPattern::kTransposedIotaDevices);
-      }
-      if (mesh != nullptr && IsMultiAxisSharding(s, *mesh)) Add(&out, GenPattern::kMultiAxisDim);
-      const Shape* leaf = l < shapes.size() ? shapes[l] : nullptr;
-      if (leaf == nullptr || !leaf->IsArray()) continue;
-      for (int64_t d = 0; d < std::min<int64_t>(leaf->rank(), s.TiledDataRank()); ++d) {
-        const int64_t t = s.tile_assignment().dim(d);
-        if (t <= 1) continue;
-        if (leaf->dimensions(d) < t) {
-          Add(&out, GenPattern::kUnevenDimOverMoreDevices);
-        } else if (leaf->dimensions(d) % t != 0) {
-          Add(&out, GenPattern::kUnevenDim);
-        }
-      }
-    }
-  }
   if (shape.IsArray() && IsNarrowFloat(shape.element_type())) Add(&out, GenPattern::kNarrowFloat);
-  const auto& attrs = instr.attrs();
-  switch (instr.opcode()) {
-    case HloOpcode::kDynamicSlice:
-      if (attrs.dynamic_slice_sizes.has_value()) {
-        DetectStarts(instr, instr.operand(0), 1, *attrs.dynamic_slice_sizes,
-                     GenPattern::kDsOutOfRangeStart, &out);
-      }
-      break;
-    case HloOpcode::kDynamicUpdateSlice: {
-      if (instr.operand_count() < 2) break;
-      const HloInstruction* holder = ShardedOn(&instr, 0) ? &instr : instr.operand(0);
-      std::vector<int64_t> sizes = instr.operand(1)->shape().dimensions();
-      // Sharded on any dim: the result's or the operand's sharding.
-      for (int64_t d = 0; d < shape.rank(); ++d) {
-        if (ShardedOn(&instr, d)) holder = &instr;
-      }
-      DetectStarts(instr, holder, 2, sizes, GenPattern::kDusOutOfRangeStart, &out);
-      break;
-    }
-    case HloOpcode::kReshape: {
-      const HloInstruction* a = instr.operand(0);
-      for (const DimGroup& g : ReshapeGroups(a->shape(), shape)) {
-        bool in_sharded = false, out_sharded = false;
-        for (int64_t d : g.in) in_sharded |= ShardedOn(a, d);
-        for (int64_t d : g.out) out_sharded |= ShardedOn(&instr, d);
-        if (g.in.size() >= 2 && g.out.size() == 1 && (in_sharded || out_sharded)) {
-          Add(&out, GenPattern::kReshapeMergeSharded);
-        }
-        if (g.in.size() == 1 && g.out.size() >= 2 && (in_sharded || out_sharded)) {
-          Add(&out, GenPattern::kReshapeSplitSharded);
-        }
-      }
-      break;
-    }
-    case HloOpcode::kDot: {
-      if (!attrs.dot_dimension_numbers.has_value()) break;
-      const DotDimensionNumbers& dn = *attrs.dot_dimension_numbers;
-      for (int side = 0; side < 2; ++side) {
-        const HloInstruction* o = instr.operand(side);
-        for (int64_t d : side == 0 ? dn.lhs_contracting : dn.rhs_contracting) {
-          if (ShardedOn(o, d)) Add(&out, GenPattern::kDotShardedContracting);
-        }
-        for (int64_t d : side == 0 ? dn.lhs_batch : dn.rhs_batch) {
-          if (ShardedOn(o, d)) Add(&out, GenPattern::kDotShardedBatch);
-        }
-      }
-      break;
-    }
-    case HloOpcode::kConvolution: {
-      if (attrs.feature_group_count.value_or(1) > 1) Add(&out, GenPattern::kConvFeatureGroups);
-      if (attrs.batch_group_count.value_or(1) > 1) Add(&out, GenPattern::kConvBatchGroups);
-      if (!attrs.dim_labels.has_value()) break;
-      const ConvolutionDimensionNumbers& dn = *attrs.dim_labels;
-      const HloInstruction* lhs = instr.operand(0);
-      const HloInstruction* rhs = instr.operand(1);
-      if (ShardedOn(lhs, dn.input_batch)) Add(&out, GenPattern::kConvShardedBatch);
-      if (ShardedOn(lhs, dn.input_feature) || ShardedOn(rhs, dn.kernel_input_feature) ||
-          ShardedOn(rhs, dn.kernel_output_feature)) {
-        Add(&out, GenPattern::kConvShardedFeature);
-      }
-      for (int64_t d : dn.input_spatial) {
-        if (ShardedOn(lhs, d)) Add(&out, GenPattern::kConvShardedSpatial);
-      }
-      break;
-    }
-    case HloOpcode::kGather: {
-      if (!attrs.gather_dimension_numbers.has_value() || instr.operand_count() < 2) break;
-      const GatherDimensionNumbers& dn = *attrs.gather_dimension_numbers;
-      const HloInstruction* a = instr.operand(0);
-      const HloInstruction* idx = instr.operand(1);
-      const PrimitiveType t = idx->shape().element_type();
-      if (IsIndexType(t, PrimitiveType::kS64)) Add(&out, GenPattern::kIndexS64);
-      if (IsIndexType(t, PrimitiveType::kU32)) Add(&out, GenPattern::kIndexU32);
-      for (int64_t d = 0; d < a->shape().rank(); ++d) {
-        if (!ShardedOn(a, d)) continue;
-        Add(&out, Contains(dn.start_index_map, d) ? GenPattern::kGatherShardedIndexedDim
-                                                  : GenPattern::kGatherShardedOffsetDim);
-      }
-      for (int64_t d = 0; d < idx->shape().rank(); ++d) {
-        if (d != dn.index_vector_dim && ShardedOn(idx, d)) {
-          Add(&out, GenPattern::kGatherShardedIndices);
-        }
-      }
-      break;
-    }
-    case HloOpcode::kScatter: {
-      if (!attrs.scatter_dimension_numbers.has_value() || instr.operand_count() < 3) break;
-      const ScatterDimensionNumbers& dn = *attrs.scatter_dimension_numbers;
-      const HloInstruction* a = instr.operand(0);
-      const PrimitiveType t = instr.operand(1)->shape().element_type();
-      if (IsIndexType(t, PrimitiveType::kS64)) Add(&out, GenPattern::kIndexS64);
-      if (IsIndexType(t, PrimitiveType::kU32)) Add(&out, GenPattern::kIndexU32);
-      for (int64_t d = 0; d < a->shape().rank(); ++d) {
-        if (ShardedOn(a, d) && Contains(dn.scatter_dims_to_operand_dims, d)) {
-          Add(&out, GenPattern::kScatterShardedIndexedDim);
-        }
-      }
-      for (int64_t d = 0; d < instr.operand(2)->shape().rank(); ++d) {
-        if (ShardedOn(instr.operand(2), d)) Add(&out, GenPattern::kScatterShardedUpdates);
-      }
-      if (NonCommutative(Called(instr, "to_apply"))) {
-        Add(&out, GenPattern::kScatterNoncommutative);
-      }
-      break;
-    }
-    case HloOpcode::kSort:
-      if (attrs.dimensions.has_value() && attrs.dimensions->size() == 1 &&
-          ShardedOn(instr.operand(0), attrs.dimensions->front())) {
-        Add(&out, GenPattern::kSortShardedDim);
-      }
-      break;
-    case HloOpcode::kCustomCall: {
-      const std::string target = attrs.custom_call_target.value_or("");
-      if (target == "TopK" && instr.operand_count() == 1 &&
-          ShardedOn(instr.operand(0), instr.operand(0)->shape().rank() - 1)) {
-        Add(&out, GenPattern::kTopKShardedDim);
-      }
-      if (target == "SPMDFullToShardShape") Add(&out, GenPattern::kManualRegion);
-      break;
-    }
-    case HloOpcode::kReduceWindow: {
-      if (!attrs.window.has_value()) break;
-      for (int64_t d = 0; d < static_cast<int64_t>(attrs.window->size()); ++d) {
-        if ((*attrs.window)[d].size > 1 && ShardedOn(instr.operand(0), d)) {
-          Add(&out, GenPattern::kReduceWindow);
-        }
-      }
-      break;
-    }
-    case HloOpcode::kPad: {
-      if (!attrs.padding.has_value()) break;
-      const HloInstruction* a = instr.operand(0);
-      for (int64_t d = 0; d < static_cast<int64_t>(attrs.padding->size()); ++d) {
-        const PadDim& p = (*attrs.padding)[d];
-        const int64_t t = std::max(TilesOn(a->sharding(), d), TilesOn(instr.sharding(), d));
-        if (t <= 1) continue;
-        if (p.low < 0 || p.high < 0) Add(&out, GenPattern::kPadNegative);
-        const int64_t per_shard = (a->shape().dimensions(d) + t - 1) / t;
-        if (p.interior > 0 && per_shard <= 2) Add(&out, GenPattern::kPadInteriorTinyShards);
-      }
-      break;
-    }
-    case HloOpcode::kConcatenate: {
-      if (!attrs.dimensions.has_value() || attrs.dimensions->empty()) break;
-      const int64_t d = attrs.dimensions->front();
-      for (const HloInstruction* o : instr.operands()) {
-        const int64_t t = std::max(TilesOn(o->sharding(), d), TilesOn(instr.sharding(), d));
-        if (t > 1 && (o->shape().dimensions(d) + t - 1) / t <= 2) {
-          Add(&out, GenPattern::kConcatTinyShards);
-          break;
-        }
-      }
-      break;
-    }
-    case HloOpcode::kWhile: {
-      const HloComputation* body = Called(instr, "body");
-      if (Has(body, HloOpcode::kPartitionId) && Has(body, HloOpcode::kSelect) &&
-          (Has(body, HloOpcode::kReduce) || Has(body, HloOpcode::kAllReduce))) {
-        Add(&out, GenPattern::kWhilePartitionIdSelectReduce);
-      }
-      break;
-    }
-    case HloOpcode::kAdd:
-    case HloOpcode::kMultiply:
-    case HloOpcode::kSubtract: {
-      const PrimitiveType t = shape.IsArray() ? shape.element_type() : PrimitiveType::kPred;
-      if (t != PrimitiveType::kS32 && t != PrimitiveType::kU32) break;
-      for (const HloInstruction* o : instr.operands()) {
-        std::optional<int64_t> v = ConstantInt(o);
-        if (v.has_value() && (*v >= (int64_t{1} << 30) || *v <= -(int64_t{1} << 30))) {
-          Add(&out, GenPattern::kIntegerOverflow);
-        }
-      }
-      break;
-    }
-    default:
-      break;
-  }
+  DetectOpPatterns(instr, &out);
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

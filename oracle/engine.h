@@ -63,6 +63,8 @@ class Engine {
   void set_observer(Observer observer) { observer_ = std::move(observer); }
 
  private:
+  struct Frame;
+
   absl::StatusOr<std::vector<ValueRef>> RunComputation(const HloComputation& computation,
                                                        absl::Span<const int64_t> devices,
                                                        std::vector<std::vector<ValueRef>> args,
@@ -70,6 +72,20 @@ class Engine {
   absl::StatusOr<Literal> CallScalar(const HloComputation& computation, int64_t device,
                                      absl::Span<const Literal* const> args);
   EvalEnv EnvFor(int64_t device);
+  // One instruction of a running computation on every device of the frame: `out` (one value per
+  // device, sized by the caller) receives the results. Control flow, collectives and per-device
+  // ops each have their own step.
+  absl::Status EvalInstruction(Frame& frame, const HloInstruction& instruction,
+                               std::vector<ValueRef>* out);
+  absl::Status EvalCall(Frame& frame, const HloInstruction& instruction,
+                        std::vector<ValueRef>* out);
+  absl::Status EvalWhile(Frame& frame, const HloInstruction& instruction,
+                         std::vector<ValueRef>* out);
+  absl::Status EvalConditional(Frame& frame, const HloInstruction& instruction,
+                               std::vector<ValueRef>* out);
+  absl::Status EvalCollective(Frame& frame, const HloInstruction& instruction,
+                              CollectiveHandler collective, std::vector<ValueRef>* out);
+  absl::Status EvalOp(Frame& frame, const HloInstruction& instruction, std::vector<ValueRef>* out);
 
   const HloModule& module_;
   EngineOptions options_;

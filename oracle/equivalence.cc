@@ -246,6 +246,287 @@ bool HasInexactFloatOps(const HloModule& module) {
   return false;
 }
 
+namespace {
+
+// A program whose parameters and result are all manual has no global view: it is already a
+// per-device program.
+bool HasManualInterface(const HloModule& m) {
+  auto manual = [](const HloInstruction* i) {
+    if (i == nullptr || !i->sharding().has_value()) return false;
+    const HloSharding& s = *i->sharding();
+    if (s.IsManual()) return true;
+    if (!s.IsTuple() || s.tuple_elements().empty()) return false;
+    for (const HloSharding& e : s.tuple_elements()) {
+      if (!e.IsManual()) return false;
+    }
+    return true;
+  };
+  for (const HloInstruction* p : m.entry()->parameters()) {
+    if (!manual(p)) return false;
+  }
+  return manual(m.entry()->root());
+}
+
+// Whether a program has manual regions (SPMDFullToShardShape ... SPMDShardToFullShape).
+bool HasManualRegions(const HloModule& m) {
+  bool found = false;
+  for (const auto& computation : m.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      if (instruction->opcode() == HloOpcode::kCustomCall &&
+          instruction->attrs().custom_call_target.value_or("") == "SPMDFullToShardShape") {
+        found = true;
+      }
+    }
+  }
+  return found;
+}
+
+// How CheckEquivalence compares the two programs and feeds them, fixed before the first trial.
+struct EquivSetup {
+  const HloModule* first = nullptr;
+  const HloModule* second = nullptr;
+  const EquivOptions* options = nullptr;
+  int64_t partitions = 1;
+  int64_t replicas = 1;
+  int64_t n = 1;  // Devices.
+  InputStyle style = InputStyle::kSmallIntegers;
+  bool both_partitioned = false;
+  bool global_on_every_device = false;
+  std::vector<HloInstruction*> first_params;
+  std::vector<HloInstruction*> second_params;
+  std::vector<ParameterProfile> profiles;
+  const HloSharding* root_sharding = nullptr;
+  Tolerance tolerance;
+};
+
+// The notes on how results compare (tolerance) and what inputs are drawn.
+void AddInputNotes(const EquivSetup& setup, bool inexact, EquivReport* report) {
+  if (inexact) {
+    report->notes.push_back(
+        "the program has inexact float ops (exp, tanh, divide, ...): summation order changes "
+        "roundings even on integer inputs, so float results compare with a tolerance");
+  } else if (setup.tolerance.relative > 0) {
+    report->notes.push_back(
+        absl::StrCat("floating-point results compared with relative and "
+                     "absolute tolerance ",
+                     setup.tolerance.relative, " (element type and input style)"));
+  }
+  if (setup.style == InputStyle::kSmallIntegers) {
+    report->notes.push_back(
+        absl::StrCat(inexact ? "inputs are small integers; "
+                             : "inputs are small integers (exact float sums in any order); ",
+                     "--float draws reals in [-1, 1]"));
+  } else {
+    report->notes.push_back("inputs are reals in [-1, 1] (--float)");
+  }
+  if (setup.options->same_input_everywhere) {
+    report->notes.push_back(
+        "UNSOUND (--same-input-everywhere): every partition was fed the same shard (device 0's), "
+        "so every tile of every input was identical. A program that reads the wrong tile, e.g. "
+        "its own pipeline stage instead of stage 0, computes the same numbers on such inputs and "
+        "cannot be told apart. This is how XLA's HLO runner comparison in the seed report passed; "
+        "drop the flag to give each partition its own shard.");
+  }
+}
+
+// Every device's arguments for the global inputs `globals` of trial `trial`.
+absl::Status ShardInputs(const EquivSetup& setup, int64_t trial,
+                         const std::vector<Literal>& globals,
+                         std::vector<std::vector<Literal>>* per_device) {
+  const EquivOptions& options = *setup.options;
+  per_device->assign(setup.n, {});
+  for (int64_t d = 0; d < setup.n; ++d) {
+    const int64_t partition = d % setup.partitions;
+    for (size_t i = 0; i < globals.size(); ++i) {
+      const HloSharding& sharding = ShardingOr(setup.first_params[i], setup.second_params[i]);
+      if (sharding.IsManual() && setup.both_partitioned) {
+        // A manual parameter has no global value: every device gets its own random input
+        // (the same one in both programs), drawn from the trial's seed and the device.
+        std::mt19937_64 device_rng(
+            TrialSeed(options.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(d + 1)),
+                      trial * 1000003 + static_cast<int64_t>(i)));
+        const ParameterProfile profile =
+            i < setup.profiles.size() ? setup.profiles[i] : ParameterProfile{};
+        (*per_device)[d].push_back(
+            RandomLiteral(setup.first_params[i]->shape(), profile, setup.style, device_rng));
+        continue;
+      }
+      absl::StatusOr<Literal> shard = options.same_input_everywhere
+                                          ? ShardOf(globals[i], sharding, 0)
+                                          : ShardOf(globals[i], sharding, partition);
+      if (!shard.ok()) return shard.status();
+      (*per_device)[d].push_back(*std::move(shard));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The global inputs of trial `trial` (global shapes of partitioned parameters when both
+// programs are partitioned).
+std::vector<Literal> TrialGlobals(const EquivSetup& setup, int64_t trial) {
+  std::mt19937_64 rng(TrialSeed(setup.options->seed, trial));
+  std::vector<Literal> globals;
+  for (size_t i = 0; i < setup.first_params.size(); ++i) {
+    const HloSharding& sharding = ShardingOr(setup.first_params[i], setup.second_params[i]);
+    const Shape shape = setup.both_partitioned
+                            ? GlobalShapeOf(setup.first_params[i]->shape(), sharding)
+                            : setup.first_params[i]->shape();
+    const ParameterProfile profile =
+        i < setup.profiles.size() ? setup.profiles[i] : ParameterProfile{};
+    Literal global = RandomLiteral(shape, profile, setup.style, rng);
+    if (setup.options->same_input_everywhere) global = RepeatTileZero(global, sharding);
+    globals.push_back(std::move(global));
+  }
+  return globals;
+}
+
+void SetUnknown(absl::string_view reason, EquivReport* report) {
+  report->verdict = Verdict::kUnknown;
+  report->unknown_reason = std::string(reason);
+}
+
+// How a trial ended: on to the next one, a wrong device (the verdict fails), or a final report
+// (unknown) to return as it is.
+enum class TrialEnd { kNext, kFailed, kReport };
+
+// Compares every device's result of a trial; records the wrong devices.
+TrialEnd CompareDevices(const EquivSetup& setup, int64_t trial,
+                        const std::vector<Literal>& first_results,
+                        const std::vector<Literal>& second_results, EquivReport* report) {
+  for (int64_t d = 0; d < setup.n; ++d) {
+    std::optional<ElementMismatch> mismatch;
+    if (setup.both_partitioned) {
+      mismatch = CompareLiterals(first_results[d], second_results[d], setup.tolerance);
+    } else {
+      absl::StatusOr<std::optional<ElementMismatch>> compared =
+          CompareShard(second_results[d], first_results[0], *setup.root_sharding,
+                       d % setup.partitions, setup.tolerance);
+      if (!compared.ok()) {
+        if (absl::IsUnimplemented(compared.status())) {
+          SetUnknown(compared.status().message(), report);
+          return TrialEnd::kReport;
+        }
+        mismatch = ElementMismatch{{}, {}, "", std::string(compared.status().message()), ""};
+      } else {
+        mismatch = *compared;
+      }
+    }
+    if (!mismatch.has_value()) continue;
+    if (report->device < 0) {
+      report->device = d;
+      report->mismatch = *mismatch;
+    }
+    report->wrong_devices.push_back(d);
+  }
+  if (report->wrong_devices.empty()) return TrialEnd::kNext;
+  report->verdict = Verdict::kFails;
+  report->failing_trial = trial;
+  return TrialEnd::kFailed;
+}
+
+// Runs both programs on the inputs of trial `trial` and compares them.
+absl::StatusOr<TrialEnd> RunTrial(const EquivSetup& setup, int64_t trial, Engine& first_engine,
+                                  Engine& second_engine, EquivReport* report) {
+  std::vector<Literal> globals = TrialGlobals(setup, trial);
+  std::vector<std::vector<Literal>> second_args;
+  absl::Status sharded = ShardInputs(setup, trial, globals, &second_args);
+  if (!sharded.ok()) {
+    SetUnknown(sharded.message(), report);
+    return TrialEnd::kReport;
+  }
+  std::vector<std::vector<Literal>> first_args;
+  if (setup.both_partitioned) {
+    first_args = second_args;
+  } else if (setup.global_on_every_device) {
+    first_args.assign(setup.n, globals);
+  } else {
+    first_args.push_back(globals);
+  }
+  absl::StatusOr<std::vector<Literal>> first_results = first_engine.Run(std::move(first_args));
+  absl::StatusOr<std::vector<Literal>> second_results =
+      first_results.ok() ? second_engine.Run(std::move(second_args)) : first_results;
+  for (const auto* results : {&first_results, &second_results}) {
+    if (results->ok()) continue;
+    const absl::Status& status = results->status();
+    if (absl::IsUnimplemented(status) || absl::IsResourceExhausted(status)) {
+      SetUnknown(status.message(), report);
+      return TrialEnd::kReport;
+    }
+    return status;
+  }
+  report->trials_run = trial + 1;
+  return CompareDevices(setup, trial, *first_results, *second_results, report);
+}
+
+// Localises a global-vs-partitioned check: replays the failing trial (or trial 0 when the
+// verdict holds), recording the global value of every instruction the partitioned program claims
+// to hold, then checks each claim in program order (report->first_divergence).
+void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engine,
+              EquivReport* report) {
+  const EquivOptions& options = *setup.options;
+  const absl::flat_hash_map<const HloInstruction*, Claim> claims =
+      ClaimsOf(*setup.first, *setup.second, options.partitioned_source, options.claims);
+  absl::flat_hash_set<std::string> wanted;
+  for (const auto& [instruction, claim] : claims) wanted.insert(claim.holds);
+  absl::flat_hash_map<std::string, Literal> global_values;
+  first_engine.set_observer([&](const HloInstruction& instruction, absl::Span<const int64_t>,
+                                absl::Span<const ValueRef> values) {
+    if (wanted.contains(instruction.name())) {
+      global_values.emplace(instruction.name(), *values[0]);
+    }
+  });
+  const int64_t replay = report->failing_trial >= 0 ? report->failing_trial : 0;
+  std::vector<Literal> globals = TrialInputs(*setup.first, options.seed, replay, setup.style);
+  if (options.same_input_everywhere) {
+    for (size_t i = 0; i < globals.size(); ++i) {
+      globals[i] =
+          RepeatTileZero(globals[i], ShardingOr(setup.first_params[i], setup.second_params[i]));
+    }
+  }
+  std::vector<std::vector<Literal>> second_args;
+  // The trial only seeds manual parameters of two partitioned programs, never localised.
+  if (claims.empty() || !ShardInputs(setup, replay, globals, &second_args).ok() ||
+      !first_engine.Run({globals}).ok()) {
+    return;
+  }
+  second_engine.set_observer([&](const HloInstruction& instruction,
+                                 absl::Span<const int64_t> devices,
+                                 absl::Span<const ValueRef> values) {
+    auto claim = claims.find(&instruction);
+    if (claim == claims.end()) return;
+    auto global = global_values.find(claim->second.holds);
+    if (global == global_values.end()) return;
+    ++report->annotations_checked;
+    if (report->first_divergence.has_value()) return;
+    Divergence divergence;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      absl::StatusOr<std::optional<ElementMismatch>> compared =
+          CompareShard(*values[i], global->second, claim->second.sharding,
+                       devices[i] % setup.partitions, setup.tolerance);
+      if (!compared.ok()) {
+        // The local shape is not the claimed shard's (e.g. a padded buffer): not comparable.
+        --report->annotations_checked;
+        return;
+      }
+      if (!compared->has_value()) continue;
+      if (divergence.devices_wrong++ == 0) {
+        divergence.device = devices[i];
+        divergence.mismatch = **compared;
+      }
+    }
+    if (divergence.devices_wrong == 0) return;
+    divergence.instruction = instruction.name();
+    divergence.suspects = SuspectsOf(instruction, claims);
+    divergence.location = instruction.location();
+    divergence.holds = claim->second.holds;
+    divergence.sharding = claim->second.sharding.ToString(false);
+    report->first_divergence = divergence;
+  });
+  (void)second_engine.Run(std::move(second_args));
+}
+
+}  // namespace
+
 absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloModule& second,
                                              const EquivOptions& options) {
   if (first.entry() == nullptr || second.entry() == nullptr) {
@@ -253,285 +534,80 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
   }
   EquivReport report;
   report.seed = options.seed;
-  const int64_t partitions =
-      options.num_partitions > 0 ? options.num_partitions : second.num_partitions();
-  const int64_t replicas =
-      options.replica_count > 0 ? options.replica_count : second.replica_count();
-  const int64_t n = partitions * replicas;
-  report.num_devices = n;
-  const InputStyle style = options.float_inputs ? InputStyle::kReals : InputStyle::kSmallIntegers;
-  // A program whose parameters and result are all manual has no global view: it is already a
-  // per-device program, so it is compared device by device like two partitioned programs.
-  auto manual_interface = [](const HloModule& m) {
-    auto manual = [](const HloInstruction* i) {
-      if (i == nullptr || !i->sharding().has_value()) return false;
-      const HloSharding& s = *i->sharding();
-      if (s.IsManual()) return true;
-      if (!s.IsTuple() || s.tuple_elements().empty()) return false;
-      for (const HloSharding& e : s.tuple_elements()) {
-        if (!e.IsManual()) return false;
-      }
-      return true;
-    };
-    for (const HloInstruction* p : m.entry()->parameters()) {
-      if (!manual(p)) return false;
-    }
-    return manual(m.entry()->root());
-  };
-  const bool both_partitioned =
+  EquivSetup setup;
+  setup.first = &first;
+  setup.second = &second;
+  setup.options = &options;
+  setup.partitions = options.num_partitions > 0 ? options.num_partitions : second.num_partitions();
+  setup.replicas = options.replica_count > 0 ? options.replica_count : second.replica_count();
+  setup.n = setup.partitions * setup.replicas;
+  report.num_devices = setup.n;
+  setup.style = options.float_inputs ? InputStyle::kReals : InputStyle::kSmallIntegers;
+  // A per-device program (all-manual interface) is compared device by device like two
+  // partitioned programs.
+  setup.both_partitioned =
       SameSignature(first, second) &&
-      (manual_interface(first) || (!options.first_is_global && HasDeviceDependentOps(first)));
-  report.mode = both_partitioned ? "partitioned vs partitioned" : "global vs partitioned";
+      (HasManualInterface(first) || (!options.first_is_global && HasDeviceDependentOps(first)));
+  report.mode = setup.both_partitioned ? "partitioned vs partitioned" : "global vs partitioned";
 
-  std::vector<HloInstruction*> first_params = first.entry()->parameters();
-  std::vector<HloInstruction*> second_params = second.entry()->parameters();
-  if (first_params.size() != second_params.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the programs take ", first_params.size(),
-                                                   " and ", second_params.size(), " parameters"));
+  setup.first_params = first.entry()->parameters();
+  setup.second_params = second.entry()->parameters();
+  if (setup.first_params.size() != setup.second_params.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the programs take ", setup.first_params.size(),
+                                                   " and ", setup.second_params.size(),
+                                                   " parameters"));
   }
-  for (size_t i = 0; i < first_params.size(); ++i) {
-    if (first_params[i] == nullptr || second_params[i] == nullptr) {
+  for (size_t i = 0; i < setup.first_params.size(); ++i) {
+    if (setup.first_params[i] == nullptr || setup.second_params[i] == nullptr) {
       return absl::InvalidArgumentError(absl::StrCat("parameter ", i, " is missing"));
     }
   }
 
-  // A global program with manual regions (SPMDFullToShardShape ... SPMDShardToFullShape) is
-  // itself SPMD inside them: it runs on every device with the whole inputs, and device 0's
-  // result is the global result (ShardToFull assembles it on every device).
-  bool global_has_manual_regions = false;
-  for (const auto& computation : first.computations()) {
-    for (const auto& instruction : computation->instructions()) {
-      if (instruction->opcode() == HloOpcode::kCustomCall &&
-          instruction->attrs().custom_call_target.value_or("") == "SPMDFullToShardShape") {
-        global_has_manual_regions = true;
-      }
-    }
-  }
-  const bool global_on_every_device = !both_partitioned && global_has_manual_regions;
+  // A global program with manual regions is itself SPMD inside them: it runs on every device
+  // with the whole inputs, and device 0's result is the global result (ShardToFull assembles it
+  // on every device).
+  setup.global_on_every_device = !setup.both_partitioned && HasManualRegions(first);
   EngineOptions first_options;
   first_options.seed = options.seed;
   first_options.max_elements_per_array = options.max_elements_per_array;
   first_options.deadline = options.deadline;
-  if (both_partitioned || global_on_every_device) {
-    first_options.num_partitions = partitions;
-    first_options.replica_count = replicas;
+  if (setup.both_partitioned || setup.global_on_every_device) {
+    first_options.num_partitions = setup.partitions;
+    first_options.replica_count = setup.replicas;
   }
   EngineOptions second_options = first_options;
-  second_options.num_partitions = partitions;
-  second_options.replica_count = replicas;
+  second_options.num_partitions = setup.partitions;
+  second_options.replica_count = setup.replicas;
   Engine first_engine(first, first_options);
   Engine second_engine(second, second_options);
   for (Engine* engine : {&first_engine, &second_engine}) {
     absl::Status runnable = engine->CheckRunnable();
     if (!runnable.ok()) {
-      report.verdict = Verdict::kUnknown;
-      report.unknown_reason = std::string(runnable.message());
+      SetUnknown(runnable.message(), &report);
       return report;
     }
   }
 
-  const std::vector<ParameterProfile> profiles = ProfileParameters(first);
-  const HloSharding& root_sharding = ShardingOr(first.entry()->root(), second.entry()->root());
-  const bool inexact = style == InputStyle::kSmallIntegers && HasInexactFloatOps(first);
-  const Tolerance tolerance =
-      ToleranceFor(first.entry()->root()->shape(), inexact ? InputStyle::kReals : style);
-  if (inexact) {
-    report.notes.push_back(
-        "the program has inexact float ops (exp, tanh, divide, ...): summation order changes "
-        "roundings even on integer inputs, so float results compare with a tolerance");
-  } else if (tolerance.relative > 0) {
-    report.notes.push_back(
-        absl::StrCat("floating-point results compared with relative and "
-                     "absolute tolerance ",
-                     tolerance.relative, " (element type and input style)"));
-  }
-  if (style == InputStyle::kSmallIntegers) {
-    report.notes.push_back(
-        absl::StrCat(inexact ? "inputs are small integers; "
-                             : "inputs are small integers (exact float sums in any order); ",
-                     "--float draws reals in [-1, 1]"));
-  } else {
-    report.notes.push_back("inputs are reals in [-1, 1] (--float)");
-  }
-  if (options.same_input_everywhere) {
-    report.notes.push_back(
-        "UNSOUND (--same-input-everywhere): every partition was fed the same shard (device 0's), "
-        "so every tile of every input was identical. A program that reads the wrong tile, e.g. "
-        "its own pipeline stage instead of stage 0, computes the same numbers on such inputs and "
-        "cannot be told apart. This is how XLA's HLO runner comparison in the seed report passed; "
-        "drop the flag to give each partition its own shard.");
-  }
-
-  int64_t current_trial = 0;
-  auto shard_inputs = [&](const std::vector<Literal>& globals,
-                          std::vector<std::vector<Literal>>* per_device) -> absl::Status {
-    per_device->assign(n, {});
-    for (int64_t d = 0; d < n; ++d) {
-      const int64_t partition = d % partitions;
-      for (size_t i = 0; i < globals.size(); ++i) {
-        const HloSharding& sharding = ShardingOr(first_params[i], second_params[i]);
-        if (sharding.IsManual() && both_partitioned) {
-          // A manual parameter has no global value: every device gets its own random input
-          // (the same one in both programs), drawn from the trial's seed and the device.
-          std::mt19937_64 device_rng(
-              TrialSeed(options.seed ^ (0x9E3779B97F4A7C15ull * static_cast<uint64_t>(d + 1)),
-                        current_trial * 1000003 + static_cast<int64_t>(i)));
-          const ParameterProfile profile = i < profiles.size() ? profiles[i] : ParameterProfile{};
-          (*per_device)[d].push_back(
-              RandomLiteral(first_params[i]->shape(), profile, style, device_rng));
-          continue;
-        }
-        absl::StatusOr<Literal> shard = options.same_input_everywhere
-                                            ? ShardOf(globals[i], sharding, 0)
-                                            : ShardOf(globals[i], sharding, partition);
-        if (!shard.ok()) return shard.status();
-        (*per_device)[d].push_back(*std::move(shard));
-      }
-    }
-    return absl::OkStatus();
-  };
+  setup.profiles = ProfileParameters(first);
+  setup.root_sharding = &ShardingOr(first.entry()->root(), second.entry()->root());
+  const bool inexact = setup.style == InputStyle::kSmallIntegers && HasInexactFloatOps(first);
+  setup.tolerance =
+      ToleranceFor(first.entry()->root()->shape(), inexact ? InputStyle::kReals : setup.style);
+  AddInputNotes(setup, inexact, &report);
 
   for (int64_t trial = 0; trial < options.trials; ++trial) {
-    current_trial = trial;
-    std::mt19937_64 rng(TrialSeed(options.seed, trial));
-    std::vector<Literal> globals;
-    for (size_t i = 0; i < first_params.size(); ++i) {
-      const HloSharding& sharding = ShardingOr(first_params[i], second_params[i]);
-      const Shape shape = both_partitioned ? GlobalShapeOf(first_params[i]->shape(), sharding)
-                                           : first_params[i]->shape();
-      const ParameterProfile profile = i < profiles.size() ? profiles[i] : ParameterProfile{};
-      Literal global = RandomLiteral(shape, profile, style, rng);
-      if (options.same_input_everywhere) global = RepeatTileZero(global, sharding);
-      globals.push_back(std::move(global));
-    }
-    std::vector<std::vector<Literal>> second_args;
-    absl::Status sharded = shard_inputs(globals, &second_args);
-    if (!sharded.ok()) {
-      report.verdict = Verdict::kUnknown;
-      report.unknown_reason = std::string(sharded.message());
-      return report;
-    }
-    std::vector<std::vector<Literal>> first_args;
-    if (both_partitioned) {
-      first_args = second_args;
-    } else if (global_on_every_device) {
-      first_args.assign(n, globals);
-    } else {
-      first_args.push_back(globals);
-    }
-    absl::StatusOr<std::vector<Literal>> first_results = first_engine.Run(std::move(first_args));
-    absl::StatusOr<std::vector<Literal>> second_results =
-        first_results.ok() ? second_engine.Run(std::move(second_args)) : first_results;
-    for (const auto* results : {&first_results, &second_results}) {
-      if (results->ok()) continue;
-      const absl::Status& status = results->status();
-      if (absl::IsUnimplemented(status) || absl::IsResourceExhausted(status)) {
-        report.verdict = Verdict::kUnknown;
-        report.unknown_reason = std::string(status.message());
-        return report;
-      }
-      return status;
-    }
-    report.trials_run = trial + 1;
-    for (int64_t d = 0; d < n; ++d) {
-      std::optional<ElementMismatch> mismatch;
-      if (both_partitioned) {
-        mismatch = CompareLiterals((*first_results)[d], (*second_results)[d], tolerance);
-      } else {
-        absl::StatusOr<std::optional<ElementMismatch>> compared = CompareShard(
-            (*second_results)[d], (*first_results)[0], root_sharding, d % partitions, tolerance);
-        if (!compared.ok()) {
-          if (absl::IsUnimplemented(compared.status())) {
-            report.verdict = Verdict::kUnknown;
-            report.unknown_reason = std::string(compared.status().message());
-            return report;
-          }
-          mismatch = ElementMismatch{{}, {}, "", std::string(compared.status().message()), ""};
-        } else {
-          mismatch = *compared;
-        }
-      }
-      if (!mismatch.has_value()) continue;
-      if (report.device < 0) {
-        report.device = d;
-        report.mismatch = *mismatch;
-      }
-      report.wrong_devices.push_back(d);
-    }
-    if (!report.wrong_devices.empty()) {
-      report.verdict = Verdict::kFails;
-      report.failing_trial = trial;
-      break;
-    }
+    absl::StatusOr<TrialEnd> end = RunTrial(setup, trial, first_engine, second_engine, &report);
+    if (!end.ok()) return end.status();
+    if (*end == TrialEnd::kReport) return report;
+    if (*end == TrialEnd::kFailed) break;
   }
   if (report.verdict != Verdict::kFails) {
     report.verdict = Verdict::kHolds;
     report.notes.push_back(absl::StrCat("holds on ", report.trials_run,
-                                        " random trial(s) for every one of the ", n,
+                                        " random trial(s) for every one of the ", setup.n,
                                         " devices (a test, not a proof; raise --trials for more)"));
   }
-
-  // Localise: replay the failing trial (or trial 0 when the verdict holds), recording the global
-  // value of every instruction the partitioned program claims to hold, then check each claim in
-  // program order.
-  if (!both_partitioned) {
-    const absl::flat_hash_map<const HloInstruction*, Claim> claims =
-        ClaimsOf(first, second, options.partitioned_source, options.claims);
-    absl::flat_hash_set<std::string> wanted;
-    for (const auto& [instruction, claim] : claims) wanted.insert(claim.holds);
-    absl::flat_hash_map<std::string, Literal> global_values;
-    first_engine.set_observer([&](const HloInstruction& instruction, absl::Span<const int64_t>,
-                                  absl::Span<const ValueRef> values) {
-      if (wanted.contains(instruction.name())) {
-        global_values.emplace(instruction.name(), *values[0]);
-      }
-    });
-    const int64_t replay = report.failing_trial >= 0 ? report.failing_trial : 0;
-    std::vector<Literal> globals = TrialInputs(first, options.seed, replay, style);
-    if (options.same_input_everywhere) {
-      for (size_t i = 0; i < globals.size(); ++i) {
-        globals[i] = RepeatTileZero(globals[i], ShardingOr(first_params[i], second_params[i]));
-      }
-    }
-    std::vector<std::vector<Literal>> second_args;
-    if (!claims.empty() && shard_inputs(globals, &second_args).ok() &&
-        first_engine.Run({globals}).ok()) {
-      second_engine.set_observer([&](const HloInstruction& instruction,
-                                     absl::Span<const int64_t> devices,
-                                     absl::Span<const ValueRef> values) {
-        auto claim = claims.find(&instruction);
-        if (claim == claims.end()) return;
-        auto global = global_values.find(claim->second.holds);
-        if (global == global_values.end()) return;
-        ++report.annotations_checked;
-        if (report.first_divergence.has_value()) return;
-        Divergence divergence;
-        for (size_t i = 0; i < devices.size(); ++i) {
-          absl::StatusOr<std::optional<ElementMismatch>> compared =
-              CompareShard(*values[i], global->second, claim->second.sharding,
-                           devices[i] % partitions, tolerance);
-          if (!compared.ok()) {
-            // The local shape is not the claimed shard's (e.g. a padded buffer): not comparable.
-            --report.annotations_checked;
-            return;
-          }
-          if (!compared->has_value()) continue;
-          if (divergence.devices_wrong++ == 0) {
-            divergence.device = devices[i];
-            divergence.mismatch = **compared;
-          }
-        }
-        if (divergence.devices_wrong == 0) return;
-        divergence.instruction = instruction.name();
-        divergence.suspects = SuspectsOf(instruction, claims);
-        divergence.location = instruction.location();
-        divergence.holds = claim->second.holds;
-        divergence.sharding = claim->second.sharding.ToString(false);
-        report.first_divergence = divergence;
-      });
-      (void)second_engine.Run(std::move(second_args));
-    }
-  }
+  if (!setup.both_partitioned) Localise(setup, first_engine, second_engine, &report);
   if (report.verdict == Verdict::kHolds && report.annotations_checked > 0) {
     report.notes.push_back(absl::StrCat("every one of the ", report.annotations_checked,
                                         " annotated instructions holds the value its sharding= "

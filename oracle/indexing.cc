@@ -232,32 +232,15 @@ void ForEachIndexWithOffsets(absl::Span<const int64_t> dims, absl::Span<const in
 
 // ---- Gather ----------------------------------------------------------------------------------
 
-absl::StatusOr<Literal> HandleGather(const HloInstruction& instruction,
-                                     absl::Span<const Literal* const> operands,
-                                     const EvalEnv& /*env*/) {
-  if (operands.size() != 2) {
-    return InstructionError(instruction, absl::StrCat("expects 2 operands, got ", operands.size()));
-  }
-  if (absl::Status s = CheckArrayLiteral(instruction, operands[0], "operand"); !s.ok()) return s;
-  if (absl::Status s = CheckArrayLiteral(instruction, operands[1], "start_indices"); !s.ok()) {
-    return s;
-  }
-  const Literal& operand = *operands[0];
-  const Literal& indices = *operands[1];
-  const HloAttributes& attrs = instruction.attrs();
-  if (!attrs.gather_dimension_numbers) {
-    return InstructionError(instruction, "missing gather dimension numbers");
-  }
-  if (!attrs.gather_slice_sizes) return InstructionError(instruction, "missing slice_sizes");
-  const GatherDimensionNumbers& dn = *attrs.gather_dimension_numbers;
-  const std::vector<int64_t>& slice_sizes = *attrs.gather_slice_sizes;
-  const std::vector<int64_t>& op_dims = operand.shape().dimensions();
-  const std::vector<int64_t>& idx_dims = indices.shape().dimensions();
-  const int64_t rank = operand.shape().rank();
-  const int64_t idx_rank = indices.shape().rank();
+// Checks the gather dimension numbers and slice sizes against the operand and start_indices
+// dims (nothing after them may index out of range).
+absl::Status CheckGatherDims(const HloInstruction& instruction, const GatherDimensionNumbers& dn,
+                             const std::vector<int64_t>& slice_sizes,
+                             const std::vector<int64_t>& op_dims,
+                             const std::vector<int64_t>& idx_dims) {
+  const int64_t rank = static_cast<int64_t>(op_dims.size());
+  const int64_t idx_rank = static_cast<int64_t>(idx_dims.size());
   const int64_t ivd = dn.index_vector_dim;
-
-  // ---- Validation (nothing below may index out of range).
   if (ivd < 0 || ivd > idx_rank) {
     return InstructionError(instruction, absl::StrCat("index_vector_dim ", ivd,
                                                       " is out of range [0, ", idx_rank, "]"));
@@ -330,51 +313,67 @@ absl::StatusOr<Literal> HandleGather(const HloInstruction& instruction,
           instruction, absl::StrCat("collapsed slice dim ", d, " has slice size ", slice_sizes[d]));
     }
   }
-  // Operand dims that appear in the result (offset dims), in operand order.
-  std::vector<int64_t> window_operand_dims;
+  return absl::OkStatus();
+}
+
+// Where the dims of a gather go: operand dims in the result, start_indices batch dims, and the
+// result dims they make.
+struct GatherPlan {
+  std::vector<int64_t> window_operand_dims;  // Offset dims, in operand order.
+  std::vector<int64_t> batch_index_dims;     // start_indices dims other than index_vector_dim.
+  std::vector<int64_t> out_dims;
+  std::vector<int64_t> batch_out_dims;  // Output dim of each batch dim.
+};
+
+// The plan of a gather whose dims CheckGatherDims accepted; an error when the offset dims or the
+// result shape do not match.
+absl::StatusOr<GatherPlan> PlanGather(const HloInstruction& instruction,
+                                      const GatherDimensionNumbers& dn,
+                                      const std::vector<int64_t>& slice_sizes,
+                                      const Shape& operand_shape,
+                                      const std::vector<int64_t>& idx_dims) {
+  const int64_t rank = operand_shape.rank();
+  const int64_t idx_rank = static_cast<int64_t>(idx_dims.size());
+  GatherPlan plan;
   for (int64_t d = 0; d < rank; ++d) {
     if (!Contains(dn.collapsed_slice_dims, d) && !Contains(dn.operand_batching_dims, d)) {
-      window_operand_dims.push_back(d);
+      plan.window_operand_dims.push_back(d);
     }
   }
-  if (window_operand_dims.size() != dn.offset_dims.size()) {
+  if (plan.window_operand_dims.size() != dn.offset_dims.size()) {
     return InstructionError(
-        instruction,
-        absl::StrCat("offset_dims has ", dn.offset_dims.size(), " entries but the operand has ",
-                     window_operand_dims.size(), " dims that are neither collapsed nor batching"));
+        instruction, absl::StrCat("offset_dims has ", dn.offset_dims.size(),
+                                  " entries but the operand has ", plan.window_operand_dims.size(),
+                                  " dims that are neither collapsed nor batching"));
   }
-  // Batch dims: the start_indices dims other than index_vector_dim, in order.
-  std::vector<int64_t> batch_index_dims;
   for (int64_t d = 0; d < idx_rank; ++d) {
-    if (d != ivd) batch_index_dims.push_back(d);
+    if (d != dn.index_vector_dim) plan.batch_index_dims.push_back(d);
   }
-  const int64_t out_rank = static_cast<int64_t>(dn.offset_dims.size() + batch_index_dims.size());
+  const int64_t out_rank =
+      static_cast<int64_t>(dn.offset_dims.size() + plan.batch_index_dims.size());
   if (absl::Status s = CheckDimList(instruction, dn.offset_dims, out_rank, "offset_dims",
                                     /*sorted=*/true);
       !s.ok()) {
     return s;
   }
-  std::vector<int64_t> out_dims(static_cast<size_t>(out_rank));
-  std::vector<int64_t> batch_out_dims;  // Output dim of each batch dim.
-  {
-    size_t next_window = 0;
-    size_t next_batch = 0;
-    for (int64_t i = 0; i < out_rank; ++i) {
-      if (Contains(dn.offset_dims, i)) {
-        out_dims[i] = slice_sizes[window_operand_dims[next_window++]];
-      } else {
-        out_dims[i] = idx_dims[batch_index_dims[next_batch++]];
-        batch_out_dims.push_back(i);
-      }
+  plan.out_dims.resize(static_cast<size_t>(out_rank));
+  size_t next_window = 0;
+  size_t next_batch = 0;
+  for (int64_t i = 0; i < out_rank; ++i) {
+    if (Contains(dn.offset_dims, i)) {
+      plan.out_dims[i] = slice_sizes[plan.window_operand_dims[next_window++]];
+    } else {
+      plan.out_dims[i] = idx_dims[plan.batch_index_dims[next_batch++]];
+      plan.batch_out_dims.push_back(i);
     }
   }
   const Shape& shape = instruction.shape();
-  if (!shape.IsArray() || shape.element_type() != operand.shape().element_type() ||
-      shape.dimensions() != out_dims) {
+  if (!shape.IsArray() || shape.element_type() != operand_shape.element_type() ||
+      shape.dimensions() != plan.out_dims) {
     return InstructionError(
         instruction,
         absl::StrCat("result shape ", shape.ToString(false), " does not match ",
-                     Shape::Array(operand.shape().element_type(), out_dims).ToString(false)));
+                     Shape::Array(operand_shape.element_type(), plan.out_dims).ToString(false)));
   }
   if (shape.ElementCount() > 0) {
     for (int64_t d : dn.collapsed_slice_dims) {
@@ -383,28 +382,29 @@ absl::StatusOr<Literal> HandleGather(const HloInstruction& instruction,
       }
     }
   }
-  absl::StatusOr<Literal> result_or = Literal::CreateChecked(shape);
-  if (!result_or.ok()) return result_or.status();
-  Literal result = *std::move(result_or);
-  if (result.element_count() == 0) return result;
+  return plan;
+}
 
-  absl::StatusOr<std::vector<int64_t>> index_values_or = ReadIndices(instruction, indices);
-  if (!index_values_or.ok()) return index_values_or.status();
-  const std::vector<int64_t>& index_values = *index_values_or;
-
-  // ---- Kernel.
+// Copies every slice of `operand` the start indices select into `result` (starts clamped into
+// the operand).
+void RunGather(const GatherDimensionNumbers& dn, const std::vector<int64_t>& slice_sizes,
+               const GatherPlan& plan, const Literal& operand, const std::vector<int64_t>& idx_dims,
+               const std::vector<int64_t>& index_values, Literal& result) {
+  const std::vector<int64_t>& op_dims = operand.shape().dimensions();
+  const int64_t idx_rank = static_cast<int64_t>(idx_dims.size());
+  const int64_t ivd = dn.index_vector_dim;
   const std::vector<int64_t> op_strides = RowMajorStrides(op_dims);
   const std::vector<int64_t> idx_strides = RowMajorStrides(idx_dims);
-  const std::vector<int64_t> out_strides = RowMajorStrides(out_dims);
+  const std::vector<int64_t> out_strides = RowMajorStrides(plan.out_dims);
   const int64_t ivd_stride = ivd == idx_rank ? 0 : idx_strides[ivd];
 
   std::vector<int64_t> batch_sizes;
   std::vector<int64_t> batch_idx_strides;
   std::vector<int64_t> batch_out_strides;
-  for (size_t i = 0; i < batch_index_dims.size(); ++i) {
-    batch_sizes.push_back(idx_dims[batch_index_dims[i]]);
-    batch_idx_strides.push_back(idx_strides[batch_index_dims[i]]);
-    batch_out_strides.push_back(out_strides[batch_out_dims[i]]);
+  for (size_t i = 0; i < plan.batch_index_dims.size(); ++i) {
+    batch_sizes.push_back(idx_dims[plan.batch_index_dims[i]]);
+    batch_idx_strides.push_back(idx_strides[plan.batch_index_dims[i]]);
+    batch_out_strides.push_back(out_strides[plan.batch_out_dims[i]]);
   }
   // Position among the batch dims of each operand batching dim's start_indices dim.
   std::vector<int64_t> batching_positions;
@@ -412,8 +412,8 @@ absl::StatusOr<Literal> HandleGather(const HloInstruction& instruction,
     batching_positions.push_back(id < ivd ? id : id - 1);
   }
   std::vector<WalkDim> window;
-  for (size_t k = 0; k < window_operand_dims.size(); ++k) {
-    const int64_t d = window_operand_dims[k];
+  for (size_t k = 0; k < plan.window_operand_dims.size(); ++k) {
+    const int64_t d = plan.window_operand_dims[k];
     window.push_back({slice_sizes[d], op_strides[d], out_strides[dn.offset_dims[k]]});
   }
   const WindowWalk walk = MakeWalk(window);
@@ -440,6 +440,44 @@ absl::StatusOr<Literal> HandleGather(const HloInstruction& instruction,
           std::memcpy(dst + b * width, src + a * width, static_cast<size_t>(run_bytes));
         });
       });
+}
+
+absl::StatusOr<Literal> HandleGather(const HloInstruction& instruction,
+                                     absl::Span<const Literal* const> operands,
+                                     const EvalEnv& /*env*/) {
+  if (operands.size() != 2) {
+    return InstructionError(instruction, absl::StrCat("expects 2 operands, got ", operands.size()));
+  }
+  if (absl::Status s = CheckArrayLiteral(instruction, operands[0], "operand"); !s.ok()) return s;
+  if (absl::Status s = CheckArrayLiteral(instruction, operands[1], "start_indices"); !s.ok()) {
+    return s;
+  }
+  const Literal& operand = *operands[0];
+  const Literal& indices = *operands[1];
+  const HloAttributes& attrs = instruction.attrs();
+  if (!attrs.gather_dimension_numbers) {
+    return InstructionError(instruction, "missing gather dimension numbers");
+  }
+  if (!attrs.gather_slice_sizes) return InstructionError(instruction, "missing slice_sizes");
+  const GatherDimensionNumbers& dn = *attrs.gather_dimension_numbers;
+  const std::vector<int64_t>& slice_sizes = *attrs.gather_slice_sizes;
+  const std::vector<int64_t>& idx_dims = indices.shape().dimensions();
+  if (absl::Status s =
+          CheckGatherDims(instruction, dn, slice_sizes, operand.shape().dimensions(), idx_dims);
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<GatherPlan> plan =
+      PlanGather(instruction, dn, slice_sizes, operand.shape(), idx_dims);
+  if (!plan.ok()) return plan.status();
+  absl::StatusOr<Literal> result_or = Literal::CreateChecked(instruction.shape());
+  if (!result_or.ok()) return result_or.status();
+  Literal result = *std::move(result_or);
+  if (result.element_count() == 0) return result;
+
+  absl::StatusOr<std::vector<int64_t>> index_values = ReadIndices(instruction, indices);
+  if (!index_values.ok()) return index_values.status();
+  RunGather(dn, slice_sizes, *plan, operand, idx_dims, *index_values, result);
   return result;
 }
 
@@ -707,9 +745,10 @@ absl::Status ReducerRun(ReducerKind op, PrimitiveType type, Literal& out, const 
   }
 }
 
-absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
-                                      absl::Span<const Literal* const> operands,
-                                      const EvalEnv& env) {
+// The operands of a scatter: N inputs, the indices and N updates, arrays, inputs (and updates)
+// of equal dims, each update of its input's element type.
+absl::Status CheckScatterOperands(const HloInstruction& instruction,
+                                  absl::Span<const Literal* const> operands) {
   const int64_t count = static_cast<int64_t>(operands.size());
   if (count < 3 || count % 2 == 0) {
     return InstructionError(
@@ -722,11 +761,9 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
     if (absl::Status s = CheckArrayLiteral(instruction, operands[i], what); !s.ok()) return s;
   }
   absl::Span<const Literal* const> inputs = operands.subspan(0, n);
-  const Literal& indices = *operands[n];
   absl::Span<const Literal* const> updates = operands.subspan(n + 1, n);
   const std::vector<int64_t>& op_dims = inputs[0]->shape().dimensions();
   const std::vector<int64_t>& upd_dims = updates[0]->shape().dimensions();
-  const std::vector<int64_t>& idx_dims = indices.shape().dimensions();
   for (int64_t i = 0; i < n; ++i) {
     if (inputs[i]->shape().dimensions() != op_dims ||
         updates[i]->shape().dimensions() != upd_dims) {
@@ -737,22 +774,17 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
           instruction, absl::StrCat("updates ", i, " must have the element type of input ", i));
     }
   }
-  const HloAttributes& attrs = instruction.attrs();
-  if (!attrs.scatter_dimension_numbers) {
-    return InstructionError(instruction, "missing scatter dimension numbers");
-  }
-  const ScatterDimensionNumbers& dn = *attrs.scatter_dimension_numbers;
-  const HloComputation* to_apply = instruction.called_computation("to_apply");
-  if (to_apply == nullptr) return InstructionError(instruction, "missing to_apply");
-  if (to_apply->is_opaque() || to_apply->root() == nullptr) {
-    return Unsupported(instruction, "an opaque to_apply computation");
-  }
+  return absl::OkStatus();
+}
+
+// Checks the scatter dimension numbers against the input, indices and updates ranks and the
+// batching dims' sizes.
+absl::Status CheckScatterDims(const HloInstruction& instruction, const ScatterDimensionNumbers& dn,
+                              const std::vector<int64_t>& op_dims,
+                              const std::vector<int64_t>& idx_dims, int64_t upd_rank) {
   const int64_t rank = static_cast<int64_t>(op_dims.size());
   const int64_t idx_rank = static_cast<int64_t>(idx_dims.size());
-  const int64_t upd_rank = static_cast<int64_t>(upd_dims.size());
   const int64_t ivd = dn.index_vector_dim;
-
-  // ---- Validation.
   if (ivd < 0 || ivd > idx_rank) {
     return InstructionError(instruction, absl::StrCat("index_vector_dim ", ivd,
                                                       " is out of range [0, ", idx_rank, "]"));
@@ -811,57 +843,84 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
                                     " but input batching dim ", od, " has size ", op_dims[od]));
     }
   }
-  std::vector<int64_t> window_operand_dims;
+  return absl::OkStatus();
+}
+
+// Where the dims of a scatter go: input dims the update windows cover, the scatter dims of the
+// indices and of the updates, and the window size of every input dim.
+struct ScatterPlan {
+  std::vector<int64_t> window_operand_dims;  // Neither inserted nor batching, in input order.
+  std::vector<int64_t> scatter_index_dims;   // start_indices dims other than index_vector_dim.
+  std::vector<int64_t> update_scatter_dims;  // updates dims that are not window dims.
+  std::vector<int64_t> window_sizes;         // Per input dim (1 for inserted and batching dims).
+};
+
+// The plan of a scatter whose dims CheckScatterDims accepted; an error when the window or
+// scatter dims do not match.
+absl::StatusOr<ScatterPlan> PlanScatter(const HloInstruction& instruction,
+                                        const ScatterDimensionNumbers& dn,
+                                        const std::vector<int64_t>& op_dims,
+                                        const std::vector<int64_t>& idx_dims,
+                                        const std::vector<int64_t>& upd_dims) {
+  const int64_t rank = static_cast<int64_t>(op_dims.size());
+  const int64_t idx_rank = static_cast<int64_t>(idx_dims.size());
+  const int64_t upd_rank = static_cast<int64_t>(upd_dims.size());
+  ScatterPlan plan;
   for (int64_t d = 0; d < rank; ++d) {
     if (!Contains(dn.inserted_window_dims, d) && !Contains(dn.input_batching_dims, d)) {
-      window_operand_dims.push_back(d);
+      plan.window_operand_dims.push_back(d);
     }
   }
-  if (window_operand_dims.size() != dn.update_window_dims.size()) {
-    return InstructionError(instruction,
-                            absl::StrCat("update_window_dims has ", dn.update_window_dims.size(),
-                                         " entries but the input has ", window_operand_dims.size(),
-                                         " dims that are neither inserted nor batching"));
+  if (plan.window_operand_dims.size() != dn.update_window_dims.size()) {
+    return InstructionError(
+        instruction, absl::StrCat("update_window_dims has ", dn.update_window_dims.size(),
+                                  " entries but the input has ", plan.window_operand_dims.size(),
+                                  " dims that are neither inserted nor batching"));
   }
-  std::vector<int64_t> scatter_index_dims;  // start_indices dims other than index_vector_dim.
   for (int64_t d = 0; d < idx_rank; ++d) {
-    if (d != ivd) scatter_index_dims.push_back(d);
+    if (d != dn.index_vector_dim) plan.scatter_index_dims.push_back(d);
   }
-  std::vector<int64_t> update_scatter_dims;  // updates dims that are not window dims.
   for (int64_t d = 0; d < upd_rank; ++d) {
-    if (!Contains(dn.update_window_dims, d)) update_scatter_dims.push_back(d);
+    if (!Contains(dn.update_window_dims, d)) plan.update_scatter_dims.push_back(d);
   }
-  if (update_scatter_dims.size() != scatter_index_dims.size()) {
-    return InstructionError(instruction, absl::StrCat("updates have ", update_scatter_dims.size(),
-                                                      " scatter dims but scatter_indices have ",
-                                                      scatter_index_dims.size()));
+  if (plan.update_scatter_dims.size() != plan.scatter_index_dims.size()) {
+    return InstructionError(
+        instruction,
+        absl::StrCat("updates have ", plan.update_scatter_dims.size(),
+                     " scatter dims but scatter_indices have ", plan.scatter_index_dims.size()));
   }
-  for (size_t i = 0; i < update_scatter_dims.size(); ++i) {
-    if (upd_dims[update_scatter_dims[i]] != idx_dims[scatter_index_dims[i]]) {
+  for (size_t i = 0; i < plan.update_scatter_dims.size(); ++i) {
+    const int64_t ud = plan.update_scatter_dims[i];
+    const int64_t id = plan.scatter_index_dims[i];
+    if (upd_dims[ud] != idx_dims[id]) {
       return InstructionError(
-          instruction,
-          absl::StrCat("updates scatter dim ", update_scatter_dims[i], " has size ",
-                       upd_dims[update_scatter_dims[i]], " but scatter_indices dim ",
-                       scatter_index_dims[i], " has size ", idx_dims[scatter_index_dims[i]]));
+          instruction, absl::StrCat("updates scatter dim ", ud, " has size ", upd_dims[ud],
+                                    " but scatter_indices dim ", id, " has size ", idx_dims[id]));
     }
   }
-  // Window size of every operand dim (1 for inserted and batching dims).
-  std::vector<int64_t> window_sizes(static_cast<size_t>(rank), 1);
-  for (size_t k = 0; k < window_operand_dims.size(); ++k) {
-    const int64_t d = window_operand_dims[k];
-    window_sizes[d] = upd_dims[dn.update_window_dims[k]];
-    if (window_sizes[d] > op_dims[d]) {
+  plan.window_sizes.assign(static_cast<size_t>(rank), 1);
+  for (size_t k = 0; k < plan.window_operand_dims.size(); ++k) {
+    const int64_t d = plan.window_operand_dims[k];
+    plan.window_sizes[d] = upd_dims[dn.update_window_dims[k]];
+    if (plan.window_sizes[d] > op_dims[d]) {
       return InstructionError(
-          instruction,
-          absl::StrCat("updates window dim ", dn.update_window_dims[k], " has size ",
-                       window_sizes[d], " which exceeds input dim ", d, " of size ", op_dims[d]));
+          instruction, absl::StrCat("updates window dim ", dn.update_window_dims[k], " has size ",
+                                    plan.window_sizes[d], " which exceeds input dim ", d,
+                                    " of size ", op_dims[d]));
     }
   }
-  // Result shape: the input (N == 1) or a tuple of the inputs.
+  return plan;
+}
+
+// The result shape: the input (N == 1) or a tuple of the inputs; to_apply takes 2N parameters.
+absl::Status CheckScatterResult(const HloInstruction& instruction,
+                                absl::Span<const Literal* const> inputs,
+                                const HloComputation& to_apply) {
+  const int64_t n = static_cast<int64_t>(inputs.size());
   const Shape& shape = instruction.shape();
   auto matches = [&](const Shape& s, int64_t i) {
     return s.IsArray() && s.element_type() == inputs[i]->shape().element_type() &&
-           s.dimensions() == op_dims;
+           s.dimensions() == inputs[0]->shape().dimensions();
   };
   bool shape_ok = false;
   if (shape.IsTuple()) {
@@ -874,13 +933,18 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
     return InstructionError(instruction, absl::StrCat("result shape ", shape.ToString(false),
                                                       " does not match the inputs"));
   }
-  if (static_cast<int64_t>(to_apply->parameters().size()) != 2 * n) {
+  if (static_cast<int64_t>(to_apply.parameters().size()) != 2 * n) {
     return InstructionError(instruction, absl::StrCat("to_apply must take ", 2 * n, " parameters"));
   }
+  return absl::OkStatus();
+}
 
-  // ---- Result starts as a copy of the inputs.
+// The results before any update: copies of the inputs.
+absl::StatusOr<std::vector<Literal>> CopyInputs(const HloInstruction& instruction,
+                                                absl::Span<const Literal* const> inputs) {
+  const Shape& shape = instruction.shape();
   std::vector<Literal> results;
-  for (int64_t i = 0; i < n; ++i) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
     const Shape& element = shape.IsTuple() ? shape.tuple_shapes()[i] : shape;
     absl::StatusOr<Literal> literal = Literal::CreateChecked(element);
     if (!literal.ok()) return literal.status();
@@ -893,35 +957,45 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
     }
     results.push_back(*std::move(literal));
   }
-  auto finish = [&]() -> Literal {
-    if (!shape.IsTuple()) return std::move(results[0]);
-    return Literal::Tuple(std::move(results));
-  };
+  return results;
+}
 
-  CombinerKind kind = CombinerKind::kGeneric;
-  ReducerKind reducer = ReducerKind::kOther;
-  const PrimitiveType type = inputs[0]->shape().element_type();
-  if (ReturnsParameters(*to_apply, n, n)) {
-    kind = CombinerKind::kReplace;
-  } else if (ReturnsParameters(*to_apply, 0, n)) {
-    kind = CombinerKind::kKeep;
-  } else if (n == 1) {
-    reducer = MatchBinaryReducer(*to_apply);
-    if (reducer != ReducerKind::kOther && to_apply->root()->shape().element_type() == type &&
-        FastReducerSupports(reducer, type)) {
-      kind = CombinerKind::kReducer;
+// What to_apply does to N inputs of element type `type`; `reducer` is set for kReducer.
+CombinerKind ClassifyCombiner(const HloComputation& to_apply, int64_t n, PrimitiveType type,
+                              ReducerKind* reducer) {
+  if (ReturnsParameters(to_apply, n, n)) return CombinerKind::kReplace;
+  if (ReturnsParameters(to_apply, 0, n)) return CombinerKind::kKeep;
+  if (n == 1) {
+    *reducer = MatchBinaryReducer(to_apply);
+    if (*reducer != ReducerKind::kOther && to_apply.root()->shape().element_type() == type &&
+        FastReducerSupports(*reducer, type)) {
+      return CombinerKind::kReducer;
     }
   }
-  if (kind == CombinerKind::kKeep) return finish();
-  for (int64_t w : window_sizes) {
-    if (w == 0) return finish();  // Empty windows: nothing to apply.
-  }
+  return CombinerKind::kGeneric;
+}
 
-  absl::StatusOr<std::vector<int64_t>> index_values_or = ReadIndices(instruction, indices);
-  if (!index_values_or.ok()) return index_values_or.status();
-  const std::vector<int64_t>& index_values = *index_values_or;
+// A scatter's combining step: the kind of to_apply, the typed reducer of kReducer, and the
+// generic path for everything else.
+struct ScatterCombine {
+  CombinerKind kind = CombinerKind::kGeneric;
+  ReducerKind reducer = ReducerKind::kOther;
+  PrimitiveType type = PrimitiveType::kPred;
+  GenericCombiner* generic = nullptr;
+};
 
-  // ---- Kernel.
+// Applies every update window whose start is in bounds to `results` (a window partly out of
+// bounds is dropped).
+absl::Status RunScatter(const ScatterDimensionNumbers& dn, const ScatterPlan& plan,
+                        const std::vector<int64_t>& op_dims, const std::vector<int64_t>& idx_dims,
+                        const std::vector<int64_t>& index_values,
+                        absl::Span<const Literal* const> updates, const ScatterCombine& combine,
+                        std::vector<Literal>& results) {
+  const int64_t n = static_cast<int64_t>(updates.size());
+  const int64_t rank = static_cast<int64_t>(op_dims.size());
+  const int64_t idx_rank = static_cast<int64_t>(idx_dims.size());
+  const int64_t ivd = dn.index_vector_dim;
+  const std::vector<int64_t>& upd_dims = updates[0]->shape().dimensions();
   const std::vector<int64_t> op_strides = RowMajorStrides(op_dims);
   const std::vector<int64_t> idx_strides = RowMajorStrides(idx_dims);
   const std::vector<int64_t> upd_strides = RowMajorStrides(upd_dims);
@@ -929,22 +1003,21 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
   std::vector<int64_t> scatter_sizes;
   std::vector<int64_t> scatter_idx_strides;
   std::vector<int64_t> scatter_upd_strides;
-  for (size_t i = 0; i < scatter_index_dims.size(); ++i) {
-    scatter_sizes.push_back(idx_dims[scatter_index_dims[i]]);
-    scatter_idx_strides.push_back(idx_strides[scatter_index_dims[i]]);
-    scatter_upd_strides.push_back(upd_strides[update_scatter_dims[i]]);
+  for (size_t i = 0; i < plan.scatter_index_dims.size(); ++i) {
+    scatter_sizes.push_back(idx_dims[plan.scatter_index_dims[i]]);
+    scatter_idx_strides.push_back(idx_strides[plan.scatter_index_dims[i]]);
+    scatter_upd_strides.push_back(upd_strides[plan.update_scatter_dims[i]]);
   }
   std::vector<int64_t> batching_positions;
   for (int64_t id : dn.scatter_indices_batching_dims) {
     batching_positions.push_back(id < ivd ? id : id - 1);
   }
   std::vector<WalkDim> window;
-  for (size_t k = 0; k < window_operand_dims.size(); ++k) {
-    const int64_t d = window_operand_dims[k];
-    window.push_back({window_sizes[d], op_strides[d], upd_strides[dn.update_window_dims[k]]});
+  for (size_t k = 0; k < plan.window_operand_dims.size(); ++k) {
+    const int64_t d = plan.window_operand_dims[k];
+    window.push_back({plan.window_sizes[d], op_strides[d], upd_strides[dn.update_window_dims[k]]});
   }
   const WindowWalk walk = MakeWalk(window);
-  GenericCombiner generic(instruction, *to_apply, results, updates, env);
   std::vector<int64_t> start(static_cast<size_t>(rank), 0);
   std::vector<int64_t> counter;
   absl::Status status;
@@ -964,12 +1037,12 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
         int64_t op_base = 0;
         for (int64_t d = 0; d < rank; ++d) {
           // The whole window is dropped when any part of it is out of bounds.
-          if (start[d] < 0 || start[d] > op_dims[d] - window_sizes[d]) return;
+          if (start[d] < 0 || start[d] > op_dims[d] - plan.window_sizes[d]) return;
           op_base += start[d] * op_strides[d];
         }
         ForEachRun(walk, op_base, upd_base, counter, [&](int64_t a, int64_t b) {
           if (!status.ok()) return;
-          switch (kind) {
+          switch (combine.kind) {
             case CombinerKind::kReplace:
               for (int64_t i = 0; i < n; ++i) {
                 const int64_t w = results[i].element_byte_width();
@@ -978,17 +1051,73 @@ absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
               }
               break;
             case CombinerKind::kReducer:
-              status = ReducerRun(reducer, type, results[0], *updates[0], a, b, walk.run, generic);
+              status = ReducerRun(combine.reducer, combine.type, results[0], *updates[0], a, b,
+                                  walk.run, *combine.generic);
               break;
             default:
               for (int64_t k = 0; k < walk.run && status.ok(); ++k) {
-                status = generic.Combine(a + k, b + k);
+                status = combine.generic->Combine(a + k, b + k);
               }
               break;
           }
         });
       });
-  if (!status.ok()) return status;
+  return status;
+}
+
+absl::StatusOr<Literal> HandleScatter(const HloInstruction& instruction,
+                                      absl::Span<const Literal* const> operands,
+                                      const EvalEnv& env) {
+  if (absl::Status s = CheckScatterOperands(instruction, operands); !s.ok()) return s;
+  const int64_t n = (static_cast<int64_t>(operands.size()) - 1) / 2;
+  absl::Span<const Literal* const> inputs = operands.subspan(0, n);
+  const Literal& indices = *operands[n];
+  absl::Span<const Literal* const> updates = operands.subspan(n + 1, n);
+  const std::vector<int64_t>& op_dims = inputs[0]->shape().dimensions();
+  const std::vector<int64_t>& upd_dims = updates[0]->shape().dimensions();
+  const std::vector<int64_t>& idx_dims = indices.shape().dimensions();
+  const HloAttributes& attrs = instruction.attrs();
+  if (!attrs.scatter_dimension_numbers) {
+    return InstructionError(instruction, "missing scatter dimension numbers");
+  }
+  const ScatterDimensionNumbers& dn = *attrs.scatter_dimension_numbers;
+  const HloComputation* to_apply = instruction.called_computation("to_apply");
+  if (to_apply == nullptr) return InstructionError(instruction, "missing to_apply");
+  if (to_apply->is_opaque() || to_apply->root() == nullptr) {
+    return Unsupported(instruction, "an opaque to_apply computation");
+  }
+  if (absl::Status s = CheckScatterDims(instruction, dn, op_dims, idx_dims,
+                                        static_cast<int64_t>(upd_dims.size()));
+      !s.ok()) {
+    return s;
+  }
+  absl::StatusOr<ScatterPlan> plan = PlanScatter(instruction, dn, op_dims, idx_dims, upd_dims);
+  if (!plan.ok()) return plan.status();
+  if (absl::Status s = CheckScatterResult(instruction, inputs, *to_apply); !s.ok()) return s;
+
+  absl::StatusOr<std::vector<Literal>> results = CopyInputs(instruction, inputs);
+  if (!results.ok()) return results.status();
+  auto finish = [&]() -> Literal {
+    if (!instruction.shape().IsTuple()) return std::move((*results)[0]);
+    return Literal::Tuple(*std::move(results));
+  };
+  ScatterCombine combine;
+  combine.type = inputs[0]->shape().element_type();
+  combine.kind = ClassifyCombiner(*to_apply, n, combine.type, &combine.reducer);
+  if (combine.kind == CombinerKind::kKeep) return finish();
+  for (int64_t w : plan->window_sizes) {
+    if (w == 0) return finish();  // Empty windows: nothing to apply.
+  }
+
+  absl::StatusOr<std::vector<int64_t>> index_values = ReadIndices(instruction, indices);
+  if (!index_values.ok()) return index_values.status();
+  GenericCombiner generic(instruction, *to_apply, *results, updates, env);
+  combine.generic = &generic;
+  if (absl::Status s =
+          RunScatter(dn, *plan, op_dims, idx_dims, *index_values, updates, combine, *results);
+      !s.ok()) {
+    return s;
+  }
   return finish();
 }
 

@@ -227,7 +227,24 @@ class Shrinker {
   }
   void Derive(Derivation d) { derivations_.push_back(std::move(d)); }
 
+  // Ties and derivations of one instruction, dispatched by opcode to one step per op family.
   void AnalyzeInstruction(HloInstruction* instr);
+  void AnalyzeWhile(HloInstruction* instr);
+  void AnalyzeCall(HloInstruction* instr);
+  void AnalyzeConditional(HloInstruction* instr);
+  void AnalyzeTuple(const HloInstruction* instr);
+  // all-reduce, collective-permute, sort: operands against result leaves one to one.
+  void AnalyzeLeafwise(const HloInstruction* instr);
+  void AnalyzeGatherOrScatterCollective(const HloInstruction* instr);
+  void AnalyzeCustomCall(const HloInstruction* instr);
+  void AnalyzeBroadcastOrTranspose(const HloInstruction* instr);
+  void AnalyzeReduce(const HloInstruction* instr);
+  void AnalyzeConcatenate(const HloInstruction* instr);
+  void AnalyzeDot(const HloInstruction* instr);
+  // reduce-window and select-and-scatter.
+  void AnalyzeWindowed(const HloInstruction* instr);
+  // Elementwise ops, select and clamp; everything else is frozen.
+  void AnalyzeElementwise(const HloInstruction* instr);
   void AnalyzeReshape(const HloInstruction* instr);
   void AnalyzeSlice(HloInstruction* instr);
   void AnalyzeConvolution(const HloInstruction* instr);
@@ -252,6 +269,20 @@ class Shrinker {
   }
   // Rewrites the work module for `shift`; error text when an instruction does not check.
   bool Apply(const std::vector<int64_t>& shift, std::string* error);
+  // Apply's steps: which instructions change shape; one instruction's shape and size-holding
+  // attributes (slice, dynamic-slice, gather, constant values); convolution windows; outfeed
+  // shapes; the index and top-k bounds; every rewritten instruction against shape inference.
+  std::vector<char> ResizedInstructions(const std::vector<int64_t>& shift) const;
+  bool ApplyInstruction(const InstrInfo& info, const std::vector<int64_t>& shift,
+                        const std::vector<char>& resized, std::string* error);
+  bool ResizeSliceAttrs(const InstrInfo& info, const std::vector<int64_t>& shift,
+                        const std::vector<int64_t>& result_dims, std::string* error);
+  void ResizeGatherAttrs(const InstrInfo& info, const std::vector<int64_t>& result_dims);
+  bool ResizeConstant(const InstrInfo& info, const Shape& shape, std::string* error);
+  void ApplyConvolutionWindows();
+  void ApplyOutfeedShapes();
+  bool CheckBounds(const std::vector<int64_t>& shift, std::string* error) const;
+  bool CheckShapes(std::string* error) const;
   // Shifts to try for free class c, smaller than current_shift; `soft` keeps every member at
   // least min(original, kSoftFloor).
   std::vector<int64_t> Candidates(int64_t c, int64_t current_shift, bool soft) const;
@@ -371,11 +402,7 @@ void Shrinker::SubDim(int64_t operand_var, int64_t result_var, DimMode* mode) {
 
 void Shrinker::AnalyzeInstruction(HloInstruction* instr) {
   const HloOpcode op = instr->opcode();
-  const std::string op_name(HloOpcodeString(op));
   const auto& operands = instr->operands();
-  auto operand_is_array = [&](int64_t i) {
-    return i < instr->operand_count() && operands[i]->shape().IsArray();
-  };
   switch (op) {
     case HloOpcode::kParameter:
     case HloOpcode::kIota:
@@ -386,8 +413,7 @@ void Shrinker::AnalyzeInstruction(HloInstruction* instr) {
     case HloOpcode::kGetDimensionSize:
       return;
     case HloOpcode::kConstant:
-      AnalyzeConstant(instr);
-      return;
+      return AnalyzeConstant(instr);
     case HloOpcode::kInfeed:
     case HloOpcode::kOutfeed:
       // Host transfers: the data shapes are free (an outfeed_shape is rewritten to match).
@@ -399,126 +425,33 @@ void Shrinker::AnalyzeInstruction(HloInstruction* instr) {
         TieLeaves(operands[0], 0, instr, 0, 1, "rng-bit-generator");
         return;
       }
-      break;
-    case HloOpcode::kWhile: {
-      HloComputation* body = instr->called_computation("body");
-      HloComputation* cond = instr->called_computation("condition");
-      if (instr->operand_count() != 1 || body == nullptr || cond == nullptr) {
-        FreezeAll(instr, "malformed while");
-        return;
-      }
-      TieSame(operands[0], instr, "while");
-      for (HloComputation* c : {body, cond}) {
-        std::vector<HloInstruction*> params = c->parameters();
-        if (params.size() == 1 && params[0] != nullptr) TieSame(params[0], instr, "while");
-      }
-      if (body->root() != nullptr) TieSame(body->root(), instr, "while");
-      return;
-    }
+      return AnalyzeElementwise(instr);
+    case HloOpcode::kWhile:
+      return AnalyzeWhile(instr);
     case HloOpcode::kCall:
     case HloOpcode::kFusion:
-    case HloOpcode::kAsyncStart: {
-      std::vector<HloComputation*> called = instr->AllCalledComputations();
-      if (called.size() != 1 || op == HloOpcode::kAsyncStart) {
-        FreezeAll(instr, op_name);
-        return;
-      }
-      std::vector<HloInstruction*> params = called[0]->parameters();
-      for (size_t i = 0; i < params.size() && i < operands.size(); ++i) {
-        if (params[i] != nullptr) TieSame(params[i], operands[i], op_name);
-      }
-      if (called[0]->root() != nullptr) TieSame(called[0]->root(), instr, op_name);
-      return;
-    }
-    case HloOpcode::kConditional: {
-      std::vector<HloComputation*> branches = instr->AllCalledComputations();
-      for (size_t b = 0; b < branches.size(); ++b) {
-        std::vector<HloInstruction*> params = branches[b]->parameters();
-        if (params.size() == 1 && params[0] != nullptr && b + 1 < operands.size()) {
-          TieSame(params[0], operands[b + 1], "conditional");
-        }
-        if (branches[b]->root() != nullptr) TieSame(branches[b]->root(), instr, "conditional");
-      }
-      return;
-    }
-    case HloOpcode::kTuple: {
-      int64_t leaf = 0;
-      for (const HloInstruction* operand : operands) {
-        const int64_t count = LeafCount(operand);
-        TieLeaves(operand, 0, instr, leaf, count, "tuple");
-        leaf += count;
-      }
-      return;
-    }
-    case HloOpcode::kGetTupleElement: {
-      const Shape& tuple = operands[0]->shape();
-      const int64_t index = instr->attrs().tuple_index.value_or(-1);
-      if (!tuple.IsTuple() || index < 0 || index >= tuple.tuple_size()) {
-        FreezeAll(instr, "get-tuple-element");
-        return;
-      }
-      int64_t offset = 0;
-      for (int64_t i = 0; i < index; ++i) offset += LeafCountOf(tuple.tuple_shapes()[i]);
-      TieLeaves(operands[0], offset, instr, 0, LeafCount(instr), "get-tuple-element");
-      return;
-    }
+    case HloOpcode::kAsyncStart:
+      return AnalyzeCall(instr);
+    case HloOpcode::kConditional:
+      return AnalyzeConditional(instr);
+    case HloOpcode::kTuple:
+    case HloOpcode::kGetTupleElement:
+      return AnalyzeTuple(instr);
     case HloOpcode::kOptimizationBarrier:
     case HloOpcode::kDomain:
     case HloOpcode::kAddDependency:
     case HloOpcode::kCopyStart:
     case HloOpcode::kCopyDone:
-      if (instr->operand_count() >= 1) TieSame(operands[0], instr, op_name);
+      if (instr->operand_count() >= 1)
+        TieSame(operands[0], instr, std::string(HloOpcodeString(op)));
       return;
     case HloOpcode::kAllReduce:
     case HloOpcode::kCollectivePermute:
-    case HloOpcode::kSort: {
-      // Operands leaf by leaf against the result leaves (variadic forms: a tuple result).
-      int64_t leaf = 0;
-      for (const HloInstruction* operand : operands) {
-        const int64_t count = LeafCount(operand);
-        TieLeaves(operand, 0, instr, leaf, count, op_name);
-        leaf += count;
-      }
-      if (leaf != LeafCount(instr)) FreezeAll(instr, op_name);
-      if (op == HloOpcode::kSort) {
-        for (size_t i = 1; i < operands.size(); ++i) TieSame(operands[0], operands[i], "sort");
-      }
-      return;
-    }
+    case HloOpcode::kSort:
+      return AnalyzeLeafwise(instr);
     case HloOpcode::kAllGather:
-    case HloOpcode::kReduceScatter: {
-      // One array: the gathered (scattered) dim is the group size times (over) the other.
-      const std::vector<int64_t> dims = instr->attrs().dimensions.value_or(std::vector<int64_t>{});
-      if (instr->operand_count() != 1 || dims.size() != 1 || !instr->shape().IsArray() ||
-          !operand_is_array(0) || operands[0]->shape().rank() != instr->shape().rank() ||
-          dims[0] < 0 || dims[0] >= instr->shape().rank()) {
-        FreezeAll(instr, absl::StrCat("op ", op_name));
-        return;
-      }
-      const int64_t d = dims[0];
-      for (int64_t i = 0; i < instr->shape().rank(); ++i) {
-        if (i != d) TieDims(operands[0], i, instr, i);
-      }
-      const int64_t in_var = Var(operands[0], 0, d);
-      const int64_t out_var = Var(instr, 0, d);
-      const bool gather = op == HloOpcode::kAllGather;
-      const int64_t big = gather ? orig_[out_var] : orig_[in_var];
-      const int64_t small = gather ? orig_[in_var] : orig_[out_var];
-      if (small == 0 || big % small != 0) {
-        FreezeAll(instr, absl::StrCat("op ", op_name));
-        return;
-      }
-      const int64_t g = big / small;
-      Derivation der;
-      der.kind = Derivation::kLinear;
-      der.out = out_var;
-      der.in = {in_var};
-      der.coeff = {gather ? g : 1};
-      der.den = gather ? 1 : g;
-      if (!gather) tiles_[in_var].push_back(g);
-      Derive(std::move(der));
-      return;
-    }
+    case HloOpcode::kReduceScatter:
+      return AnalyzeGatherOrScatterCollective(instr);
     case HloOpcode::kAllToAll:
       if (instr->operand_count() == 1 && instr->shape().IsArray()) {
         TieSame(operands[0], instr, "all-to-all");
@@ -526,119 +459,18 @@ void Shrinker::AnalyzeInstruction(HloInstruction* instr) {
       }
       FreezeAll(instr, "op all-to-all");
       return;
-    case HloOpcode::kCustomCall: {
-      const std::string target = instr->attrs().custom_call_target.value_or("");
-      if (IsShardingAnnotationTarget(target) && instr->operand_count() == 1) {
-        TieSame(operands[0], instr, "custom-call Sharding");
-        return;
-      }
-      if ((target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape") &&
-          instr->operand_count() == 1 && instr->shape().IsArray() && operand_is_array(0) &&
-          operands[0]->shape().rank() == instr->shape().rank()) {
-        const bool to_shard = target == "SPMDFullToShardShape";
-        const HloInstruction* full = to_shard ? operands[0] : instr;
-        const std::optional<HloSharding>& s = full->sharding();
-        for (int64_t d = 0; d < instr->shape().rank(); ++d) {
-          int64_t t = 1;
-          if (s.has_value() && s->IsTiled() && d < s->TiledDataRank()) {
-            t = s->tile_assignment().dim(d);
-          }
-          if (t == 1) {
-            TieDims(operands[0], d, instr, d);
-            continue;
-          }
-          Derivation der;
-          der.kind = to_shard ? Derivation::kCeilDiv : Derivation::kMulMinus;
-          der.out = Var(instr, 0, d);
-          der.in = {Var(operands[0], 0, d)};
-          der.den = t;
-          Derive(std::move(der));
-        }
-        return;
-      }
-      if (target == "TopK" && instr->operand_count() == 1 && operand_is_array(0) &&
-          LeafCount(instr) == 2 && operands[0]->shape().rank() >= 1 &&
-          Leaf(instr, 0).rank() == operands[0]->shape().rank() &&
-          Leaf(instr, 1).rank() == operands[0]->shape().rank()) {
-        // Batch dims follow the operand; k stays (or follows n when k == n).
-        const int64_t rank = operands[0]->shape().rank();
-        TieLeaves(instr, 0, instr, 1, 1, "custom-call TopK");
-        for (int64_t d = 0; d + 1 < rank; ++d) TieDims(operands[0], d, instr, d);
-        if (Leaf(instr, 0).dimensions(rank - 1) == operands[0]->shape().dimensions(rank - 1)) {
-          TieDims(operands[0], rank - 1, instr, rank - 1);
-        } else {
-          Freeze(Var(instr, 0, rank - 1), "topk k");
-          topk_.push_back(instr);
-        }
-        return;
-      }
-      FreezeAll(instr, absl::StrCat("custom-call ", target));
-      return;
-    }
-    case HloOpcode::kBroadcast: {
-      const std::vector<int64_t> dims = instr->attrs().dimensions.value_or(std::vector<int64_t>{});
-      if (!operand_is_array(0) ||
-          static_cast<int64_t>(dims.size()) != operands[0]->shape().rank()) {
-        FreezeAll(instr, "broadcast");
-        return;
-      }
-      for (size_t i = 0; i < dims.size(); ++i) TieDims(operands[0], i, instr, dims[i]);
-      return;
-    }
-    case HloOpcode::kTranspose: {
-      const std::vector<int64_t> perm = instr->attrs().dimensions.value_or(std::vector<int64_t>{});
-      if (!operand_is_array(0) || static_cast<int64_t>(perm.size()) != instr->shape().rank()) {
-        FreezeAll(instr, "transpose");
-        return;
-      }
-      for (size_t i = 0; i < perm.size(); ++i) TieDims(operands[0], perm[i], instr, i);
-      return;
-    }
+    case HloOpcode::kCustomCall:
+      return AnalyzeCustomCall(instr);
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kTranspose:
+      return AnalyzeBroadcastOrTranspose(instr);
     case HloOpcode::kReshape:
     case HloOpcode::kBitcast:
-      AnalyzeReshape(instr);
-      return;
-    case HloOpcode::kReduce: {
-      const int64_t n = instr->operand_count() / 2;
-      const std::vector<int64_t> dims = instr->attrs().dimensions.value_or(std::vector<int64_t>{});
-      if (n < 1 || LeafCount(instr) != n) {
-        FreezeAll(instr, "reduce");
-        return;
-      }
-      for (int64_t i = 1; i < n; ++i) TieSame(operands[0], operands[i], "reduce");
-      for (int64_t j = 0; j < n; ++j) {
-        const Shape& in = Leaf(operands[j]);
-        int64_t k = 0;
-        for (int64_t d = 0; d < in.rank(); ++d) {
-          if (std::find(dims.begin(), dims.end(), d) != dims.end()) continue;
-          if (k >= Leaf(instr, j).rank()) break;
-          Tie(Var(operands[j], 0, d), Var(instr, j, k++));
-        }
-      }
-      return;
-    }
-    case HloOpcode::kConcatenate: {
-      const std::vector<int64_t> dims = instr->attrs().dimensions.value_or(std::vector<int64_t>{});
-      if (dims.size() != 1 || !instr->shape().IsArray()) {
-        FreezeAll(instr, "concatenate");
-        return;
-      }
-      Derivation der;
-      der.kind = Derivation::kSum;
-      der.out = Var(instr, 0, dims[0]);
-      for (const HloInstruction* operand : operands) {
-        if (operand->shape().rank() != instr->shape().rank()) {
-          FreezeAll(instr, "concatenate");
-          return;
-        }
-        for (int64_t d = 0; d < instr->shape().rank(); ++d) {
-          if (d != dims[0]) TieDims(operand, d, instr, d);
-        }
-        der.in.push_back(Var(operand, 0, dims[0]));
-      }
-      Derive(std::move(der));
-      return;
-    }
+      return AnalyzeReshape(instr);
+    case HloOpcode::kReduce:
+      return AnalyzeReduce(instr);
+    case HloOpcode::kConcatenate:
+      return AnalyzeConcatenate(instr);
     case HloOpcode::kSlice:
     case HloOpcode::kDynamicSlice:
     case HloOpcode::kPad:
@@ -646,70 +478,13 @@ void Shrinker::AnalyzeInstruction(HloInstruction* instr) {
       AnalyzeSlice(instr);
       AddIndexChecks(instr);
       return;
-    case HloOpcode::kDot: {
-      const std::optional<DotDimensionNumbers>& dn = instr->attrs().dot_dimension_numbers;
-      if (!dn.has_value() || !operand_is_array(0) || !operand_is_array(1) ||
-          !instr->shape().IsArray() || dn->lhs_batch.size() != dn->rhs_batch.size() ||
-          dn->lhs_contracting.size() != dn->rhs_contracting.size()) {
-        FreezeAll(instr, "dot");
-        return;
-      }
-      const HloInstruction* lhs = operands[0];
-      const HloInstruction* rhs = operands[1];
-      int64_t out = 0;
-      for (size_t i = 0; i < dn->lhs_batch.size(); ++i) {
-        TieDims(lhs, dn->lhs_batch[i], rhs, dn->rhs_batch[i]);
-        TieDims(lhs, dn->lhs_batch[i], instr, out++);
-      }
-      for (size_t i = 0; i < dn->lhs_contracting.size(); ++i) {
-        TieDims(lhs, dn->lhs_contracting[i], rhs, dn->rhs_contracting[i]);
-      }
-      auto free_dims = [](const Shape& s, const std::vector<int64_t>& a,
-                          const std::vector<int64_t>& b) {
-        std::vector<int64_t> r;
-        for (int64_t d = 0; d < s.rank(); ++d) {
-          if (std::find(a.begin(), a.end(), d) == a.end() &&
-              std::find(b.begin(), b.end(), d) == b.end()) {
-            r.push_back(d);
-          }
-        }
-        return r;
-      };
-      for (int64_t d : free_dims(lhs->shape(), dn->lhs_batch, dn->lhs_contracting)) {
-        if (out < instr->shape().rank()) TieDims(lhs, d, instr, out++);
-      }
-      for (int64_t d : free_dims(rhs->shape(), dn->rhs_batch, dn->rhs_contracting)) {
-        if (out < instr->shape().rank()) TieDims(rhs, d, instr, out++);
-      }
-      return;
-    }
+    case HloOpcode::kDot:
+      return AnalyzeDot(instr);
     case HloOpcode::kConvolution:
-      AnalyzeConvolution(instr);
-      return;
-    case HloOpcode::kReduceWindow: {
-      const int64_t n = instr->operand_count() / 2;
-      const std::optional<std::vector<WindowDim>>& window = instr->attrs().window;
-      if (n < 1 || LeafCount(instr) != n || !window.has_value() ||
-          static_cast<int64_t>(window->size()) != Leaf(operands[0]).rank()) {
-        FreezeAll(instr, "reduce-window");
-        return;
-      }
-      for (int64_t i = 1; i < n; ++i) TieSame(operands[0], operands[i], "reduce-window");
-      for (int64_t i = 1; i < n; ++i) TieLeaves(instr, 0, instr, i, 1, "reduce-window");
-      AnalyzeWindowDims(operands[0], instr, 0, *window);
-      return;
-    }
-    case HloOpcode::kSelectAndScatter: {
-      const std::optional<std::vector<WindowDim>>& window = instr->attrs().window;
-      if (instr->operand_count() != 3 || !window.has_value() ||
-          static_cast<int64_t>(window->size()) != Leaf(operands[0]).rank()) {
-        FreezeAll(instr, "select-and-scatter");
-        return;
-      }
-      TieSame(operands[0], instr, "select-and-scatter");
-      AnalyzeWindowDims(operands[0], operands[1], 0, *window);
-      return;
-    }
+      return AnalyzeConvolution(instr);
+    case HloOpcode::kReduceWindow:
+    case HloOpcode::kSelectAndScatter:
+      return AnalyzeWindowed(instr);
     case HloOpcode::kGather:
       AnalyzeGather(instr);
       AddIndexChecks(instr);
@@ -719,41 +494,343 @@ void Shrinker::AnalyzeInstruction(HloInstruction* instr) {
       AddIndexChecks(instr);
       return;
     default:
-      break;
+      return AnalyzeElementwise(instr);
   }
-  if (IsElementwiseLike(op) || op == HloOpcode::kSelect || op == HloOpcode::kClamp) {
-    if (!instr->shape().IsArray()) {
-      if (instr->operand_count() >= 1) {
-        TieSame(operands[0], instr, op_name);
-      }
-      return;
+}
+
+void Shrinker::AnalyzeWhile(HloInstruction* instr) {
+  HloComputation* body = instr->called_computation("body");
+  HloComputation* cond = instr->called_computation("condition");
+  if (instr->operand_count() != 1 || body == nullptr || cond == nullptr) {
+    FreezeAll(instr, "malformed while");
+    return;
+  }
+  TieSame(instr->operand(0), instr, "while");
+  for (HloComputation* c : {body, cond}) {
+    std::vector<HloInstruction*> params = c->parameters();
+    if (params.size() == 1 && params[0] != nullptr) TieSame(params[0], instr, "while");
+  }
+  if (body->root() != nullptr) TieSame(body->root(), instr, "while");
+}
+
+void Shrinker::AnalyzeCall(HloInstruction* instr) {
+  const HloOpcode op = instr->opcode();
+  const std::string op_name(HloOpcodeString(op));
+  const auto& operands = instr->operands();
+  std::vector<HloComputation*> called = instr->AllCalledComputations();
+  if (called.size() != 1 || op == HloOpcode::kAsyncStart) {
+    FreezeAll(instr, op_name);
+    return;
+  }
+  std::vector<HloInstruction*> params = called[0]->parameters();
+  for (size_t i = 0; i < params.size() && i < operands.size(); ++i) {
+    if (params[i] != nullptr) TieSame(params[i], operands[i], op_name);
+  }
+  if (called[0]->root() != nullptr) TieSame(called[0]->root(), instr, op_name);
+}
+
+void Shrinker::AnalyzeConditional(HloInstruction* instr) {
+  const auto& operands = instr->operands();
+  std::vector<HloComputation*> branches = instr->AllCalledComputations();
+  for (size_t b = 0; b < branches.size(); ++b) {
+    std::vector<HloInstruction*> params = branches[b]->parameters();
+    if (params.size() == 1 && params[0] != nullptr && b + 1 < operands.size()) {
+      TieSame(params[0], operands[b + 1], "conditional");
     }
-    const int64_t rank = instr->shape().rank();
+    if (branches[b]->root() != nullptr) TieSame(branches[b]->root(), instr, "conditional");
+  }
+}
+
+void Shrinker::AnalyzeTuple(const HloInstruction* instr) {
+  const auto& operands = instr->operands();
+  if (instr->opcode() == HloOpcode::kTuple) {
+    int64_t leaf = 0;
     for (const HloInstruction* operand : operands) {
-      if (!operand->shape().IsArray()) continue;
-      const int64_t r = operand->shape().rank();
-      if (r == 0 && rank > 0) continue;  // Scalar operand of select/clamp.
-      if (r == rank) {
-        for (int64_t d = 0; d < rank; ++d) TieDims(operand, d, instr, d);
-        continue;
-      }
-      if (op == HloOpcode::kBitcastConvert && std::abs(r - rank) == 1) {
-        // Bitcast between widths: the extra minor dim is the width ratio.
-        const int64_t common = std::min(r, rank);
-        for (int64_t d = 0; d < common; ++d) TieDims(operand, d, instr, d);
-        if (r > rank) {
-          Freeze(Var(operand, 0, r - 1), "bitcast-convert");
-        } else {
-          Freeze(Var(instr, 0, rank - 1), "bitcast-convert");
-        }
-        continue;
-      }
-      FreezeAll(instr, op_name);
-      return;
+      const int64_t count = LeafCount(operand);
+      TieLeaves(operand, 0, instr, leaf, count, "tuple");
+      leaf += count;
     }
     return;
   }
-  FreezeAll(instr, absl::StrCat("op ", op_name));
+  const Shape& tuple = operands[0]->shape();
+  const int64_t index = instr->attrs().tuple_index.value_or(-1);
+  if (!tuple.IsTuple() || index < 0 || index >= tuple.tuple_size()) {
+    FreezeAll(instr, "get-tuple-element");
+    return;
+  }
+  int64_t offset = 0;
+  for (int64_t i = 0; i < index; ++i) offset += LeafCountOf(tuple.tuple_shapes()[i]);
+  TieLeaves(operands[0], offset, instr, 0, LeafCount(instr), "get-tuple-element");
+}
+
+void Shrinker::AnalyzeLeafwise(const HloInstruction* instr) {
+  const std::string op_name(HloOpcodeString(instr->opcode()));
+  const auto& operands = instr->operands();
+  // Operands leaf by leaf against the result leaves (variadic forms: a tuple result).
+  int64_t leaf = 0;
+  for (const HloInstruction* operand : operands) {
+    const int64_t count = LeafCount(operand);
+    TieLeaves(operand, 0, instr, leaf, count, op_name);
+    leaf += count;
+  }
+  if (leaf != LeafCount(instr)) FreezeAll(instr, op_name);
+  if (instr->opcode() == HloOpcode::kSort) {
+    for (size_t i = 1; i < operands.size(); ++i) TieSame(operands[0], operands[i], "sort");
+  }
+}
+
+void Shrinker::AnalyzeGatherOrScatterCollective(const HloInstruction* instr) {
+  const HloOpcode op = instr->opcode();
+  const std::string op_name(HloOpcodeString(op));
+  const auto& operands = instr->operands();
+  // One array: the gathered (scattered) dim is the group size times (over) the other.
+  const std::vector<int64_t> dims = instr->attrs().dimensions.value_or(std::vector<int64_t>{});
+  if (instr->operand_count() != 1 || dims.size() != 1 || !instr->shape().IsArray() ||
+      !operands[0]->shape().IsArray() || operands[0]->shape().rank() != instr->shape().rank() ||
+      dims[0] < 0 || dims[0] >= instr->shape().rank()) {
+    FreezeAll(instr, absl::StrCat("op ", op_name));
+    return;
+  }
+  const int64_t d = dims[0];
+  for (int64_t i = 0; i < instr->shape().rank(); ++i) {
+    if (i != d) TieDims(operands[0], i, instr, i);
+  }
+  const int64_t in_var = Var(operands[0], 0, d);
+  const int64_t out_var = Var(instr, 0, d);
+  const bool gather = op == HloOpcode::kAllGather;
+  const int64_t big = gather ? orig_[out_var] : orig_[in_var];
+  const int64_t small = gather ? orig_[in_var] : orig_[out_var];
+  if (small == 0 || big % small != 0) {
+    FreezeAll(instr, absl::StrCat("op ", op_name));
+    return;
+  }
+  const int64_t g = big / small;
+  Derivation der;
+  der.kind = Derivation::kLinear;
+  der.out = out_var;
+  der.in = {in_var};
+  der.coeff = {gather ? g : 1};
+  der.den = gather ? 1 : g;
+  if (!gather) tiles_[in_var].push_back(g);
+  Derive(std::move(der));
+}
+
+void Shrinker::AnalyzeCustomCall(const HloInstruction* instr) {
+  const auto& operands = instr->operands();
+  const bool operand_is_array = instr->operand_count() >= 1 && operands[0]->shape().IsArray();
+  const std::string target = instr->attrs().custom_call_target.value_or("");
+  if (IsShardingAnnotationTarget(target) && instr->operand_count() == 1) {
+    TieSame(operands[0], instr, "custom-call Sharding");
+    return;
+  }
+  if ((target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape") &&
+      instr->operand_count() == 1 && instr->shape().IsArray() && operand_is_array &&
+      operands[0]->shape().rank() == instr->shape().rank()) {
+    const bool to_shard = target == "SPMDFullToShardShape";
+    const HloInstruction* full = to_shard ? operands[0] : instr;
+    const std::optional<HloSharding>& s = full->sharding();
+    for (int64_t d = 0; d < instr->shape().rank(); ++d) {
+      int64_t t = 1;
+      if (s.has_value() && s->IsTiled() && d < s->TiledDataRank()) {
+        t = s->tile_assignment().dim(d);
+      }
+      if (t == 1) {
+        TieDims(operands[0], d, instr, d);
+        continue;
+      }
+      Derivation der;
+      der.kind = to_shard ? Derivation::kCeilDiv : Derivation::kMulMinus;
+      der.out = Var(instr, 0, d);
+      der.in = {Var(operands[0], 0, d)};
+      der.den = t;
+      Derive(std::move(der));
+    }
+    return;
+  }
+  if (target == "TopK" && instr->operand_count() == 1 && operand_is_array &&
+      LeafCount(instr) == 2 && operands[0]->shape().rank() >= 1 &&
+      Leaf(instr, 0).rank() == operands[0]->shape().rank() &&
+      Leaf(instr, 1).rank() == operands[0]->shape().rank()) {
+    // Batch dims follow the operand; k stays (or follows n when k == n).
+    const int64_t rank = operands[0]->shape().rank();
+    TieLeaves(instr, 0, instr, 1, 1, "custom-call TopK");
+    for (int64_t d = 0; d + 1 < rank; ++d) TieDims(operands[0], d, instr, d);
+    if (Leaf(instr, 0).dimensions(rank - 1) == operands[0]->shape().dimensions(rank - 1)) {
+      TieDims(operands[0], rank - 1, instr, rank - 1);
+    } else {
+      Freeze(Var(instr, 0, rank - 1), "topk k");
+      topk_.push_back(instr);
+    }
+    return;
+  }
+  FreezeAll(instr, absl::StrCat("custom-call ", target));
+}
+
+void Shrinker::AnalyzeBroadcastOrTranspose(const HloInstruction* instr) {
+  const auto& operands = instr->operands();
+  const bool operand_is_array = instr->operand_count() >= 1 && operands[0]->shape().IsArray();
+  const std::vector<int64_t> dims = instr->attrs().dimensions.value_or(std::vector<int64_t>{});
+  if (instr->opcode() == HloOpcode::kBroadcast) {
+    if (!operand_is_array || static_cast<int64_t>(dims.size()) != operands[0]->shape().rank()) {
+      FreezeAll(instr, "broadcast");
+      return;
+    }
+    for (size_t i = 0; i < dims.size(); ++i) TieDims(operands[0], i, instr, dims[i]);
+    return;
+  }
+  // Transpose: `dims` is the permutation.
+  if (!operand_is_array || static_cast<int64_t>(dims.size()) != instr->shape().rank()) {
+    FreezeAll(instr, "transpose");
+    return;
+  }
+  for (size_t i = 0; i < dims.size(); ++i) TieDims(operands[0], dims[i], instr, i);
+}
+
+void Shrinker::AnalyzeReduce(const HloInstruction* instr) {
+  const auto& operands = instr->operands();
+  const int64_t n = instr->operand_count() / 2;
+  const std::vector<int64_t> dims = instr->attrs().dimensions.value_or(std::vector<int64_t>{});
+  if (n < 1 || LeafCount(instr) != n) {
+    FreezeAll(instr, "reduce");
+    return;
+  }
+  for (int64_t i = 1; i < n; ++i) TieSame(operands[0], operands[i], "reduce");
+  for (int64_t j = 0; j < n; ++j) {
+    const Shape& in = Leaf(operands[j]);
+    int64_t k = 0;
+    for (int64_t d = 0; d < in.rank(); ++d) {
+      if (std::find(dims.begin(), dims.end(), d) != dims.end()) continue;
+      if (k >= Leaf(instr, j).rank()) break;
+      Tie(Var(operands[j], 0, d), Var(instr, j, k++));
+    }
+  }
+}
+
+void Shrinker::AnalyzeConcatenate(const HloInstruction* instr) {
+  const std::vector<int64_t> dims = instr->attrs().dimensions.value_or(std::vector<int64_t>{});
+  if (dims.size() != 1 || !instr->shape().IsArray()) {
+    FreezeAll(instr, "concatenate");
+    return;
+  }
+  Derivation der;
+  der.kind = Derivation::kSum;
+  der.out = Var(instr, 0, dims[0]);
+  for (const HloInstruction* operand : instr->operands()) {
+    if (operand->shape().rank() != instr->shape().rank()) {
+      FreezeAll(instr, "concatenate");
+      return;
+    }
+    for (int64_t d = 0; d < instr->shape().rank(); ++d) {
+      if (d != dims[0]) TieDims(operand, d, instr, d);
+    }
+    der.in.push_back(Var(operand, 0, dims[0]));
+  }
+  Derive(std::move(der));
+}
+
+void Shrinker::AnalyzeDot(const HloInstruction* instr) {
+  const auto& operands = instr->operands();
+  auto operand_is_array = [&](int64_t i) {
+    return i < instr->operand_count() && operands[i]->shape().IsArray();
+  };
+  const std::optional<DotDimensionNumbers>& dn = instr->attrs().dot_dimension_numbers;
+  if (!dn.has_value() || !operand_is_array(0) || !operand_is_array(1) ||
+      !instr->shape().IsArray() || dn->lhs_batch.size() != dn->rhs_batch.size() ||
+      dn->lhs_contracting.size() != dn->rhs_contracting.size()) {
+    FreezeAll(instr, "dot");
+    return;
+  }
+  const HloInstruction* lhs = operands[0];
+  const HloInstruction* rhs = operands[1];
+  int64_t out = 0;
+  for (size_t i = 0; i < dn->lhs_batch.size(); ++i) {
+    TieDims(lhs, dn->lhs_batch[i], rhs, dn->rhs_batch[i]);
+    TieDims(lhs, dn->lhs_batch[i], instr, out++);
+  }
+  for (size_t i = 0; i < dn->lhs_contracting.size(); ++i) {
+    TieDims(lhs, dn->lhs_contracting[i], rhs, dn->rhs_contracting[i]);
+  }
+  auto free_dims = [](const Shape& s, const std::vector<int64_t>& a,
+                      const std::vector<int64_t>& b) {
+    std::vector<int64_t> r;
+    for (int64_t d = 0; d < s.rank(); ++d) {
+      if (std::find(a.begin(), a.end(), d) == a.end() &&
+          std::find(b.begin(), b.end(), d) == b.end()) {
+        r.push_back(d);
+      }
+    }
+    return r;
+  };
+  for (int64_t d : free_dims(lhs->shape(), dn->lhs_batch, dn->lhs_contracting)) {
+    if (out < instr->shape().rank()) TieDims(lhs, d, instr, out++);
+  }
+  for (int64_t d : free_dims(rhs->shape(), dn->rhs_batch, dn->rhs_contracting)) {
+    if (out < instr->shape().rank()) TieDims(rhs, d, instr, out++);
+  }
+}
+
+void Shrinker::AnalyzeWindowed(const HloInstruction* instr) {
+  const auto& operands = instr->operands();
+  const std::optional<std::vector<WindowDim>>& window = instr->attrs().window;
+  if (instr->opcode() == HloOpcode::kReduceWindow) {
+    const int64_t n = instr->operand_count() / 2;
+    if (n < 1 || LeafCount(instr) != n || !window.has_value() ||
+        static_cast<int64_t>(window->size()) != Leaf(operands[0]).rank()) {
+      FreezeAll(instr, "reduce-window");
+      return;
+    }
+    for (int64_t i = 1; i < n; ++i) TieSame(operands[0], operands[i], "reduce-window");
+    for (int64_t i = 1; i < n; ++i) TieLeaves(instr, 0, instr, i, 1, "reduce-window");
+    AnalyzeWindowDims(operands[0], instr, 0, *window);
+    return;
+  }
+  // Select-and-scatter: the source is windowed like the operand; the result is the operand's.
+  if (instr->operand_count() != 3 || !window.has_value() ||
+      static_cast<int64_t>(window->size()) != Leaf(operands[0]).rank()) {
+    FreezeAll(instr, "select-and-scatter");
+    return;
+  }
+  TieSame(operands[0], instr, "select-and-scatter");
+  AnalyzeWindowDims(operands[0], operands[1], 0, *window);
+}
+
+void Shrinker::AnalyzeElementwise(const HloInstruction* instr) {
+  const HloOpcode op = instr->opcode();
+  const std::string op_name(HloOpcodeString(op));
+  const auto& operands = instr->operands();
+  if (!IsElementwiseLike(op) && op != HloOpcode::kSelect && op != HloOpcode::kClamp) {
+    FreezeAll(instr, absl::StrCat("op ", op_name));
+    return;
+  }
+  if (!instr->shape().IsArray()) {
+    if (instr->operand_count() >= 1) {
+      TieSame(operands[0], instr, op_name);
+    }
+    return;
+  }
+  const int64_t rank = instr->shape().rank();
+  for (const HloInstruction* operand : operands) {
+    if (!operand->shape().IsArray()) continue;
+    const int64_t r = operand->shape().rank();
+    if (r == 0 && rank > 0) continue;  // Scalar operand of select/clamp.
+    if (r == rank) {
+      for (int64_t d = 0; d < rank; ++d) TieDims(operand, d, instr, d);
+      continue;
+    }
+    if (op == HloOpcode::kBitcastConvert && std::abs(r - rank) == 1) {
+      // Bitcast between widths: the extra minor dim is the width ratio.
+      const int64_t common = std::min(r, rank);
+      for (int64_t d = 0; d < common; ++d) TieDims(operand, d, instr, d);
+      if (r > rank) {
+        Freeze(Var(operand, 0, r - 1), "bitcast-convert");
+      } else {
+        Freeze(Var(instr, 0, rank - 1), "bitcast-convert");
+      }
+      continue;
+    }
+    FreezeAll(instr, op_name);
+    return;
+  }
 }
 
 void Shrinker::AnalyzeConstant(HloInstruction* instr) {
@@ -1457,8 +1534,7 @@ bool Shrinker::Evaluate(const std::vector<int64_t>& free, std::vector<int64_t>* 
   return true;
 }
 
-bool Shrinker::Apply(const std::vector<int64_t>& shift, std::string* error) {
-  // Which instructions change shape (their attributes may also depend on their operands').
+std::vector<char> Shrinker::ResizedInstructions(const std::vector<int64_t>& shift) const {
   std::vector<char> resized(infos_.size(), 0);
   for (size_t i = 0; i < infos_.size(); ++i) {
     const InstrInfo& info = infos_[i];
@@ -1469,130 +1545,157 @@ bool Shrinker::Apply(const std::vector<int64_t>& shift, std::string* error) {
       }
     }
   }
-  for (InstrInfo& info : infos_) {
-    HloInstruction* instr = info.instr;
-    std::vector<std::vector<int64_t>> leaf_dims;
-    bool changed = resized[index_.at(instr)] != 0;
-    for (const HloInstruction* operand : instr->operands()) {
-      if (resized[index_.at(operand)]) changed = true;
-    }
-    for (size_t l = 0; l < info.leaves.size(); ++l) {
-      const Shape& leaf = info.leaves[l];
-      std::vector<int64_t> dims;
-      for (int64_t d = 0; d < (leaf.IsArray() ? leaf.rank() : 0); ++d) {
-        dims.push_back(Size(info.leaf_base[l] + d, shift));
-      }
-      leaf_dims.push_back(std::move(dims));
-    }
-    if (!changed) {
-      if (!(instr->shape() == info.orig_shape)) instr->set_shape(info.orig_shape);
-      instr->set_shared_attrs(info.orig_attrs);
-      instr->set_shared_literal(info.orig_literal);
-      continue;
-    }
-    Shape shape = info.orig_shape;
-    size_t pos = 0;
-    SetLeafDims(&shape, leaf_dims, &pos);
-    instr->set_shape(shape);
-    instr->set_shared_attrs(info.orig_attrs);
-    instr->set_shared_literal(info.orig_literal);
-    // Attributes that hold sizes.
-    const HloOpcode op = instr->opcode();
-    if (op == HloOpcode::kSlice && info.orig_attrs && info.orig_attrs->slice.has_value()) {
-      HloAttributes attrs = *info.orig_attrs;
-      const HloInstruction* operand = instr->operand(0);
-      const InstrInfo& oi = infos_[index_.at(operand)];
-      for (size_t d = 0; d < attrs.slice->size(); ++d) {
-        SliceDim& s = (*attrs.slice)[d];
-        const int64_t in_var = oi.leaf_base[0] + static_cast<int64_t>(d);
-        const int64_t n = orig_[in_var];
-        const int64_t n2 = Size(in_var, shift);
-        const int64_t out2 = leaf_dims[0][d];
-        switch (info.modes[d]) {
-          case DimMode::kTied:
-            s.limit = n2;
-            break;
-          case DimMode::kOffset:
-            s.limit = n2 - (n - s.limit);
-            break;
-          default: {
-            const int64_t span = out2 == 0 ? 0 : (out2 - 1) * s.stride + 1;
-            int64_t start =
-                static_cast<int64_t>(static_cast<__int128>(s.start) * n2 / std::max<int64_t>(n, 1));
-            if (start + span > n2) start = n2 - span;
-            if (start < 0) {
-              *error = absl::StrCat(instr->name(), ": slice does not fit");
-              return false;
-            }
-            s.start = start;
-            s.limit = start + span;
-            break;
-          }
-        }
-      }
-      instr->set_shared_attrs(SharedValue<HloAttributes>::Make(std::move(attrs)));
-    } else if (op == HloOpcode::kDynamicSlice && info.orig_attrs &&
-               info.orig_attrs->dynamic_slice_sizes.has_value()) {
-      HloAttributes attrs = *info.orig_attrs;
-      attrs.dynamic_slice_sizes = leaf_dims[0];
-      instr->set_shared_attrs(SharedValue<HloAttributes>::Make(std::move(attrs)));
-    } else if (op == HloOpcode::kGather && info.orig_attrs &&
-               info.orig_attrs->gather_slice_sizes.has_value() &&
-               info.orig_attrs->gather_dimension_numbers.has_value()) {
-      HloAttributes attrs = *info.orig_attrs;
-      const GatherDimensionNumbers& dn = *attrs.gather_dimension_numbers;
-      std::vector<int64_t> offset = dn.offset_dims;
-      std::sort(offset.begin(), offset.end());
-      size_t k = 0;
-      for (size_t d = 0; d < attrs.gather_slice_sizes->size(); ++d) {
-        const int64_t dd = static_cast<int64_t>(d);
-        if (std::find(dn.collapsed_slice_dims.begin(), dn.collapsed_slice_dims.end(), dd) !=
-                dn.collapsed_slice_dims.end() ||
-            std::find(dn.operand_batching_dims.begin(), dn.operand_batching_dims.end(), dd) !=
-                dn.operand_batching_dims.end()) {
-          continue;
-        }
-        if (k < offset.size()) (*attrs.gather_slice_sizes)[d] = leaf_dims[0][offset[k++]];
-      }
-      instr->set_shared_attrs(SharedValue<HloAttributes>::Make(std::move(attrs)));
-    } else if (op == HloOpcode::kConstant && instr->literal().has_value() && shape.IsArray()) {
-      const Literal& old = *instr->literal();
-      if (old.elided()) {
-        instr->set_literal(Literal::Elided(shape));
-      } else {
-        absl::StatusOr<Literal> fresh = Literal::CreateChecked(shape);
-        if (!fresh.ok()) {
-          *error = absl::StrCat(instr->name(), ": ", fresh.status().message());
+  return resized;
+}
+
+bool Shrinker::ResizeSliceAttrs(const InstrInfo& info, const std::vector<int64_t>& shift,
+                                const std::vector<int64_t>& result_dims, std::string* error) {
+  HloInstruction* instr = info.instr;
+  HloAttributes attrs = *info.orig_attrs;
+  const InstrInfo& oi = infos_[index_.at(instr->operand(0))];
+  for (size_t d = 0; d < attrs.slice->size(); ++d) {
+    SliceDim& s = (*attrs.slice)[d];
+    const int64_t in_var = oi.leaf_base[0] + static_cast<int64_t>(d);
+    const int64_t n = orig_[in_var];
+    const int64_t n2 = Size(in_var, shift);
+    const int64_t out2 = result_dims[d];
+    switch (info.modes[d]) {
+      case DimMode::kTied:
+        s.limit = n2;
+        break;
+      case DimMode::kOffset:
+        s.limit = n2 - (n - s.limit);
+        break;
+      default: {
+        const int64_t span = out2 == 0 ? 0 : (out2 - 1) * s.stride + 1;
+        int64_t start =
+            static_cast<int64_t>(static_cast<__int128>(s.start) * n2 / std::max<int64_t>(n, 1));
+        if (start + span > n2) start = n2 - span;
+        if (start < 0) {
+          *error = absl::StrCat(instr->name(), ": slice does not fit");
           return false;
         }
-        const int64_t n = fresh->element_count();
-        if (info.literal_iota) {
-          const std::vector<int64_t> strides = RowMajorStrides(shape.dimensions());
-          const int64_t dim = info.literal_iota_dim;
-          for (int64_t i = 0; i < n; ++i) {
-            const int64_t idx = (i / strides[dim]) % shape.dimensions(dim);
-            if (IsIntegralType(shape.element_type())) {
-              fresh->SetInt64(i, idx);
-            } else {
-              fresh->SetDouble(i, static_cast<double>(idx));
-            }
-          }
-        } else if (old.element_count() > 0) {
-          const uint64_t bits = old.GetBits(0);
-          const bool complex = IsComplexType(shape.element_type());
-          for (int64_t i = 0; i < n; ++i) {
-            if (complex) {
-              fresh->SetComplex(i, old.GetComplex(0));
-            } else {
-              fresh->SetBits(i, bits);
-            }
-          }
-        }
-        instr->set_literal(*std::move(fresh));
+        s.start = start;
+        s.limit = start + span;
+        break;
       }
     }
   }
-  // Convolution windows follow the kernel's spatial dims.
+  instr->set_shared_attrs(SharedValue<HloAttributes>::Make(std::move(attrs)));
+  return true;
+}
+
+void Shrinker::ResizeGatherAttrs(const InstrInfo& info, const std::vector<int64_t>& result_dims) {
+  HloAttributes attrs = *info.orig_attrs;
+  const GatherDimensionNumbers& dn = *attrs.gather_dimension_numbers;
+  std::vector<int64_t> offset = dn.offset_dims;
+  std::sort(offset.begin(), offset.end());
+  size_t k = 0;
+  for (size_t d = 0; d < attrs.gather_slice_sizes->size(); ++d) {
+    const int64_t dd = static_cast<int64_t>(d);
+    if (std::find(dn.collapsed_slice_dims.begin(), dn.collapsed_slice_dims.end(), dd) !=
+            dn.collapsed_slice_dims.end() ||
+        std::find(dn.operand_batching_dims.begin(), dn.operand_batching_dims.end(), dd) !=
+            dn.operand_batching_dims.end()) {
+      continue;
+    }
+    if (k < offset.size()) (*attrs.gather_slice_sizes)[d] = result_dims[offset[k++]];
+  }
+  info.instr->set_shared_attrs(SharedValue<HloAttributes>::Make(std::move(attrs)));
+}
+
+bool Shrinker::ResizeConstant(const InstrInfo& info, const Shape& shape, std::string* error) {
+  HloInstruction* instr = info.instr;
+  const Literal& old = *instr->literal();
+  if (old.elided()) {
+    instr->set_literal(Literal::Elided(shape));
+    return true;
+  }
+  absl::StatusOr<Literal> fresh = Literal::CreateChecked(shape);
+  if (!fresh.ok()) {
+    *error = absl::StrCat(instr->name(), ": ", fresh.status().message());
+    return false;
+  }
+  const int64_t n = fresh->element_count();
+  if (info.literal_iota) {
+    const std::vector<int64_t> strides = RowMajorStrides(shape.dimensions());
+    const int64_t dim = info.literal_iota_dim;
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t idx = (i / strides[dim]) % shape.dimensions(dim);
+      if (IsIntegralType(shape.element_type())) {
+        fresh->SetInt64(i, idx);
+      } else {
+        fresh->SetDouble(i, static_cast<double>(idx));
+      }
+    }
+  } else if (old.element_count() > 0) {
+    const uint64_t bits = old.GetBits(0);
+    const bool complex = IsComplexType(shape.element_type());
+    for (int64_t i = 0; i < n; ++i) {
+      if (complex) {
+        fresh->SetComplex(i, old.GetComplex(0));
+      } else {
+        fresh->SetBits(i, bits);
+      }
+    }
+  }
+  instr->set_literal(*std::move(fresh));
+  return true;
+}
+
+bool Shrinker::ApplyInstruction(const InstrInfo& info, const std::vector<int64_t>& shift,
+                                const std::vector<char>& resized, std::string* error) {
+  HloInstruction* instr = info.instr;
+  std::vector<std::vector<int64_t>> leaf_dims;
+  bool changed = resized[index_.at(instr)] != 0;
+  for (const HloInstruction* operand : instr->operands()) {
+    if (resized[index_.at(operand)]) changed = true;
+  }
+  for (size_t l = 0; l < info.leaves.size(); ++l) {
+    const Shape& leaf = info.leaves[l];
+    std::vector<int64_t> dims;
+    for (int64_t d = 0; d < (leaf.IsArray() ? leaf.rank() : 0); ++d) {
+      dims.push_back(Size(info.leaf_base[l] + d, shift));
+    }
+    leaf_dims.push_back(std::move(dims));
+  }
+  if (!changed) {
+    if (!(instr->shape() == info.orig_shape)) instr->set_shape(info.orig_shape);
+    instr->set_shared_attrs(info.orig_attrs);
+    instr->set_shared_literal(info.orig_literal);
+    return true;
+  }
+  Shape shape = info.orig_shape;
+  size_t pos = 0;
+  SetLeafDims(&shape, leaf_dims, &pos);
+  instr->set_shape(shape);
+  instr->set_shared_attrs(info.orig_attrs);
+  instr->set_shared_literal(info.orig_literal);
+  // Attributes that hold sizes.
+  const HloOpcode op = instr->opcode();
+  if (op == HloOpcode::kSlice && info.orig_attrs && info.orig_attrs->slice.has_value()) {
+    return ResizeSliceAttrs(info, shift, leaf_dims[0], error);
+  }
+  if (op == HloOpcode::kDynamicSlice && info.orig_attrs &&
+      info.orig_attrs->dynamic_slice_sizes.has_value()) {
+    HloAttributes attrs = *info.orig_attrs;
+    attrs.dynamic_slice_sizes = leaf_dims[0];
+    instr->set_shared_attrs(SharedValue<HloAttributes>::Make(std::move(attrs)));
+    return true;
+  }
+  if (op == HloOpcode::kGather && info.orig_attrs &&
+      info.orig_attrs->gather_slice_sizes.has_value() &&
+      info.orig_attrs->gather_dimension_numbers.has_value()) {
+    ResizeGatherAttrs(info, leaf_dims[0]);
+    return true;
+  }
+  if (op == HloOpcode::kConstant && instr->literal().has_value() && shape.IsArray()) {
+    return ResizeConstant(info, shape, error);
+  }
+  return true;
+}
+
+void Shrinker::ApplyConvolutionWindows() {
   for (InstrInfo& info : infos_) {
     HloInstruction* instr = info.instr;
     if (instr->opcode() != HloOpcode::kConvolution || !info.orig_attrs ||
@@ -1621,7 +1724,9 @@ bool Shrinker::Apply(const std::vector<int64_t>& shift, std::string* error) {
     }
     if (changed) instr->set_shared_attrs(SharedValue<HloAttributes>::Make(std::move(attrs)));
   }
-  // Outfeeds name the shape they send.
+}
+
+void Shrinker::ApplyOutfeedShapes() {
   for (InstrInfo& info : infos_) {
     HloInstruction* instr = info.instr;
     if (instr->opcode() != HloOpcode::kOutfeed || instr->operand_count() < 1) continue;
@@ -1629,7 +1734,9 @@ bool Shrinker::Apply(const std::vector<int64_t>& shift, std::string* error) {
       if (raw.name == "outfeed_shape") raw.text = instr->operand(0)->shape().ToString();
     }
   }
-  // Checks shape inference does not know.
+}
+
+bool Shrinker::CheckBounds(const std::vector<int64_t>& shift, std::string* error) const {
   for (const IndexCheck& check : index_checks_) {
     const int64_t n = Size(check.operand_var, shift);
     const int64_t w = check.window_var >= 0 ? Size(check.window_var, shift) : check.window_size;
@@ -1648,8 +1755,11 @@ bool Shrinker::Apply(const std::vector<int64_t>& shift, std::string* error) {
       return false;
     }
   }
-  // Every instruction must still check.
-  for (InstrInfo& info : infos_) {
+  return true;
+}
+
+bool Shrinker::CheckShapes(std::string* error) const {
+  for (const InstrInfo& info : infos_) {
     const HloInstruction* instr = info.instr;
     if (instr->shape() == info.orig_shape && instr->opcode() != HloOpcode::kConvolution) {
       bool operands_same = true;
@@ -1679,6 +1789,20 @@ bool Shrinker::Apply(const std::vector<int64_t>& shift, std::string* error) {
     }
   }
   return true;
+}
+
+bool Shrinker::Apply(const std::vector<int64_t>& shift, std::string* error) {
+  // Which instructions change shape (their attributes may also depend on their operands').
+  const std::vector<char> resized = ResizedInstructions(shift);
+  for (const InstrInfo& info : infos_) {
+    if (!ApplyInstruction(info, shift, resized, error)) return false;
+  }
+  // Convolution windows follow the kernel's spatial dims.
+  ApplyConvolutionWindows();
+  // Outfeeds name the shape they send.
+  ApplyOutfeedShapes();
+  // Checks shape inference does not know, then every instruction must still check.
+  return CheckBounds(shift, error) && CheckShapes(error);
 }
 
 std::vector<int64_t> Shrinker::Candidates(int64_t c, int64_t current_shift, bool soft) const {

@@ -404,11 +404,44 @@ typename ChainEvaluator<D>::template Value<kData> ChainEvaluator<D>::Eval(
                                                              input.local_dims, device, index));
     }
   }
+  switch (h->opcode()) {
+    case HloOpcode::kCopy:
+    case HloOpcode::kConvert:
+    case HloOpcode::kReshape:
+    case HloOpcode::kTranspose:
+    case HloOpcode::kBroadcast:
+    case HloOpcode::kSlice:
+    case HloOpcode::kDynamicSlice:
+      return EvalIndexMapping<kData>(h, device, index);
+    case HloOpcode::kPad:
+    case HloOpcode::kConcatenate:
+    case HloOpcode::kDynamicUpdateSlice:
+    case HloOpcode::kSelect:
+      return EvalPiecewise<kData>(h, device, index);
+    case HloOpcode::kAdd:
+    case HloOpcode::kSubtract:
+    case HloOpcode::kMultiply:
+    case HloOpcode::kNegate:
+    case HloOpcode::kConstant:
+    case HloOpcode::kIota:
+      return EvalArithmetic<kData>(h, facts, device, index);
+    default:
+      break;
+  }
+  if constexpr (kData) {
+    return EvalCollective(h, facts, device, index);
+  } else {
+    return EvalIntegerOp(h, device, index);
+  }
+}
+
+template <typename D>
+template <bool kData>
+typename ChainEvaluator<D>::template Value<kData> ChainEvaluator<D>::EvalIndexMapping(
+    const HloInstruction* h, const Int& device, const std::vector<Int>& index) {
   const std::vector<int64_t>& dims = h->shape().dimensions();
   const HloAttributes& attrs = h->attrs();
-  auto operand_dims = [&](int64_t i) -> const std::vector<int64_t>& {
-    return h->operand(i)->shape().dimensions();
-  };
+  const std::vector<int64_t>& operand_dims = h->operand(0)->shape().dimensions();
   switch (h->opcode()) {
     case HloOpcode::kCopy:
       return Eval<kData>(h->operand(0), device, index);
@@ -422,7 +455,7 @@ typename ChainEvaluator<D>::template Value<kData> ChainEvaluator<D>::Eval(
       }
     }
     case HloOpcode::kReshape:
-      return Eval<kData>(h->operand(0), device, ReshapeIndex(index, dims, operand_dims(0)));
+      return Eval<kData>(h->operand(0), device, ReshapeIndex(index, dims, operand_dims));
     case HloOpcode::kTranspose: {
       std::vector<Int> operand(index.size(), dom_.IntVal(0));
       const std::vector<int64_t>& perm = *attrs.dimensions;
@@ -443,6 +476,30 @@ typename ChainEvaluator<D>::template Value<kData> ChainEvaluator<D>::Eval(
       }
       return Eval<kData>(h->operand(0), device, operand);
     }
+    case HloOpcode::kDynamicSlice: {
+      std::vector<Int> operand;
+      for (size_t k = 0; k < index.size(); ++k) {
+        Int start = Eval<false>(h->operand(1 + k), device, std::vector<Int>());
+        start = Clamp(start, 0, operand_dims[k] - dims[k]);
+        operand.push_back(start + index[k]);
+      }
+      return Eval<kData>(h->operand(0), device, operand);
+    }
+    default:
+      return Zero<kData>();  // Unreachable: Eval dispatches only the ops above here.
+  }
+}
+
+template <typename D>
+template <bool kData>
+typename ChainEvaluator<D>::template Value<kData> ChainEvaluator<D>::EvalPiecewise(
+    const HloInstruction* h, const Int& device, const std::vector<Int>& index) {
+  const std::vector<int64_t>& dims = h->shape().dimensions();
+  const HloAttributes& attrs = h->attrs();
+  auto operand_dims = [&](int64_t i) -> const std::vector<int64_t>& {
+    return h->operand(i)->shape().dimensions();
+  };
+  switch (h->opcode()) {
     case HloOpcode::kPad: {
       const std::vector<PadDim>& padding = *attrs.padding;
       std::vector<Int> operand;
@@ -478,15 +535,6 @@ typename ChainEvaluator<D>::template Value<kData> ChainEvaluator<D>::Eval(
       };
       return from(0);
     }
-    case HloOpcode::kDynamicSlice: {
-      std::vector<Int> operand;
-      for (size_t k = 0; k < index.size(); ++k) {
-        Int start = Eval<false>(h->operand(1 + k), device, std::vector<Int>());
-        start = Clamp(start, 0, operand_dims(0)[k] - dims[k]);
-        operand.push_back(start + index[k]);
-      }
-      return Eval<kData>(h->operand(0), device, operand);
-    }
     case HloOpcode::kDynamicUpdateSlice: {
       const std::vector<int64_t>& update_dims = operand_dims(1);
       std::vector<Int> in_update;
@@ -510,6 +558,19 @@ typename ChainEvaluator<D>::template Value<kData> ChainEvaluator<D>::Eval(
           pred, [&]() { return Eval<kData>(h->operand(1), device, index); },
           [&]() { return Eval<kData>(h->operand(2), device, index); });
     }
+    default:
+      return Zero<kData>();  // Unreachable: Eval dispatches only the ops above here.
+  }
+}
+
+template <typename D>
+template <bool kData>
+typename ChainEvaluator<D>::template Value<kData> ChainEvaluator<D>::EvalArithmetic(
+    const HloInstruction* h, const InstructionFacts& facts, const Int& device,
+    const std::vector<Int>& index) {
+  const std::vector<int64_t>& dims = h->shape().dimensions();
+  const HloAttributes& attrs = h->attrs();
+  switch (h->opcode()) {
     case HloOpcode::kAdd: {
       if constexpr (kData) {
         return dom_.Add(Eval<true>(h->operand(0), device, index),
@@ -559,138 +620,149 @@ typename ChainEvaluator<D>::template Value<kData> ChainEvaluator<D>::Eval(
         return index[*attrs.iota_dimension];
       }
     default:
-      break;
+      return Zero<kData>();  // Unreachable: Eval dispatches only the ops above here.
   }
-  if constexpr (kData) {
-    const HloInstruction* operand = h->operand(0);
-    switch (h->opcode()) {
-      case HloOpcode::kAllGather: {
-        const DeviceGroups& g = *facts.groups;
-        const int64_t axis = (*attrs.dimensions)[0];
-        const int64_t chunk = operand_dims(0)[axis];
-        std::vector<Int> at = index;
-        at[axis] = dom_.Mod(index[axis], chunk);
-        return FromMember(g, GroupOf(g, device), dom_.Div(index[axis], chunk), operand, at);
-      }
-      case HloOpcode::kAllReduce:
-      case HloOpcode::kReduceScatter: {
-        const DeviceGroups& g = *facts.groups;
-        std::vector<Int> at = index;
-        if (h->opcode() == HloOpcode::kReduceScatter) {
-          const int64_t axis = (*attrs.dimensions)[0];
-          at[axis] = PositionOf(g, device) * dom_.IntVal(dims[axis]) + index[axis];
-        }
-        Int group = GroupOf(g, device);
-        Data sum = dom_.DataVal(0);
-        for (int64_t p = 0; p < g.group_size; ++p) {
-          Int member = Member(g, group, dom_.IntVal(p));
-          if (g.uniform) {
-            sum = dom_.Add(sum, Eval<true>(operand, member, at));
-          } else {
-            Bool present = dom_.IntVal(p) < dom_.Lookup(group, g.sizes);
-            sum = dom_.Add(sum, D::Choose(
-                                    present, [&]() { return Eval<true>(operand, member, at); },
-                                    [&]() { return dom_.DataVal(0); }));
-          }
-        }
-        return sum;
-      }
-      case HloOpcode::kAllToAll: {
-        const DeviceGroups& g = *facts.groups;
-        const int64_t axis = (*attrs.dimensions)[0];
-        const int64_t chunk = dims[axis] / g.group_size;
-        std::vector<Int> at = index;
-        at[axis] = PositionOf(g, device) * dom_.IntVal(chunk) + dom_.Mod(index[axis], chunk);
-        return FromMember(g, GroupOf(g, device), dom_.Div(index[axis], chunk), operand, at);
-      }
-      case HloOpcode::kCollectivePermute: {
-        Int source = dom_.Lookup(device, facts.permute_source);
-        Bool has_source = source >= dom_.IntVal(0);
-        return D::Choose(
-            has_source,
-            [&]() { return Eval<true>(operand, D::IteInt(has_source, source, device), index); },
-            [&]() { return dom_.DataVal(0); });
-      }
-      case HloOpcode::kCollectiveBroadcast: {
-        const DeviceGroups& g = *facts.groups;
-        return Eval<true>(operand, Member(g, GroupOf(g, device), dom_.IntVal(0)), index);
-      }
-      default:
-        return dom_.DataVal(0);  // Unreachable: ChainModel::Build rejects everything else.
+}
+
+template <typename D>
+typename D::Data ChainEvaluator<D>::EvalCollective(const HloInstruction* h,
+                                                   const InstructionFacts& facts, const Int& device,
+                                                   const std::vector<Int>& index) {
+  const std::vector<int64_t>& dims = h->shape().dimensions();
+  const HloAttributes& attrs = h->attrs();
+  const HloInstruction* operand = h->operand(0);
+  switch (h->opcode()) {
+    case HloOpcode::kAllGather: {
+      const DeviceGroups& g = *facts.groups;
+      const int64_t axis = (*attrs.dimensions)[0];
+      const int64_t chunk = operand->shape().dimensions()[axis];
+      std::vector<Int> at = index;
+      at[axis] = dom_.Mod(index[axis], chunk);
+      return FromMember(g, GroupOf(g, device), dom_.Div(index[axis], chunk), operand, at);
     }
-  } else {
-    auto operand = [&](int64_t i) { return Eval<false>(h->operand(i), device, index); };
-    switch (h->opcode()) {
-      case HloOpcode::kPartitionId:
-        return device;
-      case HloOpcode::kReplicaId:
-        return dom_.IntVal(0);
-      case HloOpcode::kCompare: {
-        Int a = operand(0);
-        Int b = operand(1);
-        switch (*attrs.direction) {
-          case ComparisonDirection::kEq:
-            return BoolToInt(a == b);
-          case ComparisonDirection::kNe:
-            return BoolToInt(a != b);
-          case ComparisonDirection::kLt:
-            return BoolToInt(a < b);
-          case ComparisonDirection::kLe:
-            return BoolToInt(a <= b);
-          case ComparisonDirection::kGt:
-            return BoolToInt(a > b);
-          case ComparisonDirection::kGe:
-            return BoolToInt(a >= b);
-        }
-        return dom_.IntVal(0);
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kReduceScatter: {
+      const DeviceGroups& g = *facts.groups;
+      std::vector<Int> at = index;
+      if (h->opcode() == HloOpcode::kReduceScatter) {
+        const int64_t axis = (*attrs.dimensions)[0];
+        at[axis] = PositionOf(g, device) * dom_.IntVal(dims[axis]) + index[axis];
       }
-      case HloOpcode::kMaximum: {
-        Int a = operand(0);
-        Int b = operand(1);
-        return D::IteInt(a >= b, a, b);
-      }
-      case HloOpcode::kMinimum: {
-        Int a = operand(0);
-        Int b = operand(1);
-        return D::IteInt(a <= b, a, b);
-      }
-      case HloOpcode::kClamp: {
-        Int lo = operand(0);
-        Int x = operand(1);
-        Int hi = operand(2);
-        Int low_bounded = D::IteInt(x >= lo, x, lo);
-        return D::IteInt(low_bounded <= hi, low_bounded, hi);
-      }
-      case HloOpcode::kAbs: {
-        Int a = operand(0);
-        return D::IteInt(a >= dom_.IntVal(0), a, dom_.IntVal(0) - a);
-      }
-      case HloOpcode::kAnd:
-        return BoolToInt(dom_.Truth(operand(0)) && dom_.Truth(operand(1)));
-      case HloOpcode::kOr:
-        return BoolToInt(dom_.Truth(operand(0)) || dom_.Truth(operand(1)));
-      case HloOpcode::kNot:
-        return BoolToInt(!dom_.Truth(operand(0)));
-      case HloOpcode::kDivide:
-      case HloOpcode::kRemainder: {
-        Int a = operand(0);
-        Int b = operand(1);
-        Int quotient = dom_.IntVal(0);
-        if constexpr (D::kSymbolic) {
-          // HLO integer division truncates toward zero; Z3's div is Euclidean.
-          Int zero = dom_.IntVal(0);
-          Int abs_b = D::IteInt(b < zero, zero - b, b);
-          Int abs_q = D::IteInt(a >= zero, a / abs_b, zero - ((zero - a) / abs_b));
-          quotient = D::IteInt(b < zero, zero - abs_q, abs_q);
+      Int group = GroupOf(g, device);
+      Data sum = dom_.DataVal(0);
+      for (int64_t p = 0; p < g.group_size; ++p) {
+        Int member = Member(g, group, dom_.IntVal(p));
+        if (g.uniform) {
+          sum = dom_.Add(sum, Eval<true>(operand, member, at));
         } else {
-          quotient = b == 0 ? -1 : a / b;
+          Bool present = dom_.IntVal(p) < dom_.Lookup(group, g.sizes);
+          sum = dom_.Add(sum, D::Choose(
+                                  present, [&]() { return Eval<true>(operand, member, at); },
+                                  [&]() { return dom_.DataVal(0); }));
         }
-        if (h->opcode() == HloOpcode::kDivide) return quotient;
-        return a - quotient * b;
       }
-      default:
-        return dom_.IntVal(0);  // Unreachable: ChainModel::Build rejects everything else.
+      return sum;
     }
+    case HloOpcode::kAllToAll: {
+      const DeviceGroups& g = *facts.groups;
+      const int64_t axis = (*attrs.dimensions)[0];
+      const int64_t chunk = dims[axis] / g.group_size;
+      std::vector<Int> at = index;
+      at[axis] = PositionOf(g, device) * dom_.IntVal(chunk) + dom_.Mod(index[axis], chunk);
+      return FromMember(g, GroupOf(g, device), dom_.Div(index[axis], chunk), operand, at);
+    }
+    case HloOpcode::kCollectivePermute: {
+      Int source = dom_.Lookup(device, facts.permute_source);
+      Bool has_source = source >= dom_.IntVal(0);
+      return D::Choose(
+          has_source,
+          [&]() { return Eval<true>(operand, D::IteInt(has_source, source, device), index); },
+          [&]() { return dom_.DataVal(0); });
+    }
+    case HloOpcode::kCollectiveBroadcast: {
+      const DeviceGroups& g = *facts.groups;
+      return Eval<true>(operand, Member(g, GroupOf(g, device), dom_.IntVal(0)), index);
+    }
+    default:
+      return dom_.DataVal(0);  // Unreachable: ChainModel::Build rejects everything else.
+  }
+}
+
+template <typename D>
+typename D::Int ChainEvaluator<D>::EvalIntegerOp(const HloInstruction* h, const Int& device,
+                                                 const std::vector<Int>& index) {
+  const HloAttributes& attrs = h->attrs();
+  auto operand = [&](int64_t i) { return Eval<false>(h->operand(i), device, index); };
+  switch (h->opcode()) {
+    case HloOpcode::kPartitionId:
+      return device;
+    case HloOpcode::kReplicaId:
+      return dom_.IntVal(0);
+    case HloOpcode::kCompare: {
+      Int a = operand(0);
+      Int b = operand(1);
+      switch (*attrs.direction) {
+        case ComparisonDirection::kEq:
+          return BoolToInt(a == b);
+        case ComparisonDirection::kNe:
+          return BoolToInt(a != b);
+        case ComparisonDirection::kLt:
+          return BoolToInt(a < b);
+        case ComparisonDirection::kLe:
+          return BoolToInt(a <= b);
+        case ComparisonDirection::kGt:
+          return BoolToInt(a > b);
+        case ComparisonDirection::kGe:
+          return BoolToInt(a >= b);
+      }
+      return dom_.IntVal(0);
+    }
+    case HloOpcode::kMaximum: {
+      Int a = operand(0);
+      Int b = operand(1);
+      return D::IteInt(a >= b, a, b);
+    }
+    case HloOpcode::kMinimum: {
+      Int a = operand(0);
+      Int b = operand(1);
+      return D::IteInt(a <= b, a, b);
+    }
+    case HloOpcode::kClamp: {
+      Int lo = operand(0);
+      Int x = operand(1);
+      Int hi = operand(2);
+      Int low_bounded = D::IteInt(x >= lo, x, lo);
+      return D::IteInt(low_bounded <= hi, low_bounded, hi);
+    }
+    case HloOpcode::kAbs: {
+      Int a = operand(0);
+      return D::IteInt(a >= dom_.IntVal(0), a, dom_.IntVal(0) - a);
+    }
+    case HloOpcode::kAnd:
+      return BoolToInt(dom_.Truth(operand(0)) && dom_.Truth(operand(1)));
+    case HloOpcode::kOr:
+      return BoolToInt(dom_.Truth(operand(0)) || dom_.Truth(operand(1)));
+    case HloOpcode::kNot:
+      return BoolToInt(!dom_.Truth(operand(0)));
+    case HloOpcode::kDivide:
+    case HloOpcode::kRemainder: {
+      Int a = operand(0);
+      Int b = operand(1);
+      Int quotient = dom_.IntVal(0);
+      if constexpr (D::kSymbolic) {
+        // HLO integer division truncates toward zero; Z3's div is Euclidean.
+        Int zero = dom_.IntVal(0);
+        Int abs_b = D::IteInt(b < zero, zero - b, b);
+        Int abs_q = D::IteInt(a >= zero, a / abs_b, zero - ((zero - a) / abs_b));
+        quotient = D::IteInt(b < zero, zero - abs_q, abs_q);
+      } else {
+        quotient = b == 0 ? -1 : a / b;
+      }
+      if (h->opcode() == HloOpcode::kDivide) return quotient;
+      return a - quotient * b;
+    }
+    default:
+      return dom_.IntVal(0);  // Unreachable: ChainModel::Build rejects everything else.
   }
 }
 

@@ -188,6 +188,22 @@ class ChainEvaluator {
   using Value = std::conditional_t<kData, Data, Int>;
   template <bool kData>
   Value<kData> Eval(const HloInstruction* h, const Int& device, const std::vector<Int>& index);
+  // Eval by op family: ops that read one operand at a mapped index (copy, convert, reshape,
+  // transpose, broadcast, slice, dynamic-slice); ops that choose an operand by position (pad,
+  // concatenate, dynamic-update-slice, select); arithmetic, constants and iota; collectives
+  // (data only); integer-only ops (index values).
+  template <bool kData>
+  Value<kData> EvalIndexMapping(const HloInstruction* h, const Int& device,
+                                const std::vector<Int>& index);
+  template <bool kData>
+  Value<kData> EvalPiecewise(const HloInstruction* h, const Int& device,
+                             const std::vector<Int>& index);
+  template <bool kData>
+  Value<kData> EvalArithmetic(const HloInstruction* h, const InstructionFacts& facts,
+                              const Int& device, const std::vector<Int>& index);
+  Data EvalCollective(const HloInstruction* h, const InstructionFacts& facts, const Int& device,
+                      const std::vector<Int>& index);
+  Int EvalIntegerOp(const HloInstruction* h, const Int& device, const std::vector<Int>& index);
   template <bool kData>
   Value<kData> Zero() {
     if constexpr (kData) {

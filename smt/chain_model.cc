@@ -517,238 +517,295 @@ absl::StatusOr<ShardingLayout> MakeShardingLayout(const HloSharding& sharding,
   return layout;
 }
 
+namespace {
+
+using FactsMap = absl::flat_hash_map<const HloInstruction*, InstructionFacts>;
+
+// Post-order of everything `end` depends on, stopping at the cut.
+std::vector<const HloInstruction*> PostOrderUpTo(const HloInstruction* end,
+                                                 const HloInstruction* cut) {
+  std::vector<const HloInstruction*> order;
+  absl::flat_hash_map<const HloInstruction*, bool> visited;
+  std::vector<std::pair<const HloInstruction*, size_t>> stack = {{end, 0}};
+  visited[end] = true;
+  while (!stack.empty()) {
+    auto& [h, next] = stack.back();
+    const bool stop = h == cut;
+    if (!stop && next < static_cast<size_t>(h->operand_count())) {
+      const HloInstruction* operand = h->operand(next++);
+      if (!visited[operand]) {
+        visited[operand] = true;
+        stack.push_back({operand, 0});
+      }
+      continue;
+    }
+    order.push_back(h);
+    stack.pop_back();
+  }
+  return order;
+}
+
+// The domain of a computed instruction (data when floating or fed by data), whether it depends
+// on an input and on the index; an error when an index operand is data, the op is not covered
+// in its domain or an attribute is missing.
+absl::Status ClassifyComputed(const HloInstruction* h, const FactsMap& facts_map,
+                              InstructionFacts* facts) {
+  const HloOpcode op = h->opcode();
+  bool data = IsFloatingType(h->shape().element_type());
+  for (int64_t i = 0; i < h->operand_count(); ++i) {
+    const InstructionFacts& f = facts_map.at(h->operand(i));
+    if (f.depends_on_input) facts->depends_on_input = true;
+    if (IsIndexOperand(*h, i)) {
+      if (f.domain == ValueDomain::kData) {
+        return Unsupported(*h, absl::StrCat("operand ", i, " (", h->operand(i)->name(),
+                                            ") must be computed from partition ids and "
+                                            "constants, not from data"));
+      }
+      continue;
+    }
+    if (f.domain == ValueDomain::kData) data = true;
+  }
+  if (IsComplexType(h->shape().element_type())) return Unsupported(*h, "complex values");
+  facts->domain = data ? ValueDomain::kData : ValueDomain::kInteger;
+  if (h->shape().rank() > 0) {
+    if (op == HloOpcode::kIota) facts->depends_on_index = true;
+    for (int64_t i = 0; i < h->operand_count(); ++i) {
+      if (!IsIndexOperand(*h, i) || op == HloOpcode::kSelect) {
+        facts->depends_on_index |= facts_map.at(h->operand(i)).depends_on_index;
+      }
+    }
+  }
+  if (data) {
+    if (!IsChainCollective(op) && !IsSharedOpcode(op)) {
+      return Unsupported(*h, "not covered for data values");
+    }
+  } else if (!IsIntegerOnlyOpcode(op) && !IsSharedOpcode(op)) {
+    return Unsupported(
+        *h, IsChainCollective(op) ? "collectives on integer index values" : "not covered");
+  }
+  const HloAttributes& attrs = h->attrs();
+  const bool has_attributes = ((op != HloOpcode::kTranspose && op != HloOpcode::kBroadcast &&
+                                op != HloOpcode::kConcatenate) ||
+                               attrs.dimensions.has_value()) &&
+                              (op != HloOpcode::kSlice || attrs.slice.has_value()) &&
+                              (op != HloOpcode::kPad || attrs.padding.has_value()) &&
+                              (op != HloOpcode::kIota || attrs.iota_dimension.has_value()) &&
+                              (op != HloOpcode::kCompare || attrs.direction.has_value());
+  if (!has_attributes) return Unsupported(*h, "missing attribute (module not verified?)");
+  return absl::OkStatus();
+}
+
+// A constant's values as a table (data or integer); whether they vary with the index.
+absl::Status ConstantFacts(const HloInstruction* h, bool data, InstructionFacts* facts) {
+  const std::optional<Literal>& literal = h->literal();
+  if (!literal.has_value() || literal->elided()) {
+    return Unsupported(*h, "constant without its values");
+  }
+  const int64_t n = literal->element_count();
+  for (int64_t i = 0; i < n; ++i) {
+    if (data) {
+      const double v = literal->GetDouble(i);
+      if (!std::isfinite(v)) return Unsupported(*h, "non-finite constant");
+      facts->data_table.push_back(v);
+    } else {
+      facts->int_table.push_back(literal->GetInt64(i));
+    }
+  }
+  facts->depends_on_index = h->shape().rank() > 0 &&
+                            (std::adjacent_find(facts->int_table.begin(), facts->int_table.end(),
+                                                std::not_equal_to<>()) != facts->int_table.end() ||
+                             std::adjacent_find(facts->data_table.begin(), facts->data_table.end(),
+                                                std::not_equal_to<>()) != facts->data_table.end());
+  return absl::OkStatus();
+}
+
+// Integer division and remainder: the divisor must be a non-zero constant (through broadcasts,
+// copies and reshapes).
+absl::Status CheckDivisor(const HloInstruction* h, const FactsMap& facts_map) {
+  const HloInstruction* divisor = h->operand(1);
+  while (divisor->opcode() == HloOpcode::kBroadcast || divisor->opcode() == HloOpcode::kCopy ||
+         divisor->opcode() == HloOpcode::kReshape) {
+    divisor = divisor->operand(0);
+  }
+  const InstructionFacts& f = facts_map.at(divisor);
+  if (divisor->opcode() != HloOpcode::kConstant ||
+      std::find(f.int_table.begin(), f.int_table.end(), 0) != f.int_table.end()) {
+    return Unsupported(*h, "divisor must be a non-zero constant");
+  }
+  return absl::OkStatus();
+}
+
+// The device groups of all-reduce, reduce-scatter, all-gather, all-to-all and
+// collective-broadcast.
+absl::Status GroupCollectiveFacts(const HloInstruction* h, int64_t num_partitions,
+                                  InstructionFacts* facts) {
+  const HloOpcode op = h->opcode();
+  const HloAttributes& attrs = h->attrs();
+  if ((op == HloOpcode::kAllReduce || op == HloOpcode::kReduceScatter) &&
+      !IsAddComputation(h->called_computation("to_apply"))) {
+    return Unsupported(*h, "only add reductions are covered");
+  }
+  if (h->operand_count() != 1) return Unsupported(*h, "variadic/tuple collectives");
+  if ((op == HloOpcode::kAllGather || op == HloOpcode::kReduceScatter ||
+       op == HloOpcode::kAllToAll) &&
+      (!attrs.dimensions.has_value() || attrs.dimensions->size() != 1)) {
+    return Unsupported(*h, "needs dimensions={d}");
+  }
+  absl::StatusOr<DeviceGroups> groups = ResolveGroups(*h, num_partitions);
+  if (!groups.ok()) return groups.status();
+  if (op == HloOpcode::kAllToAll) {
+    const int64_t d = (*attrs.dimensions)[0];
+    if (h->shape().dimensions(d) % groups->group_size != 0) {
+      return Unsupported(*h, "split dimension not divisible by the group size");
+    }
+  }
+  facts->groups = *std::move(groups);
+  return absl::OkStatus();
+}
+
+// The source of every device of a collective-permute (-1: none).
+absl::Status PermuteFacts(const HloInstruction* h, int64_t num_partitions,
+                          InstructionFacts* facts) {
+  const HloAttributes& attrs = h->attrs();
+  if (h->operand_count() != 1) return Unsupported(*h, "in-place collective-permute");
+  facts->permute_source.assign(num_partitions, -1);
+  const SourceTargetPairs pairs = attrs.source_target_pairs.value_or(SourceTargetPairs());
+  if (attrs.channel_id.has_value()) {
+    for (const auto& [s, t] : pairs) {
+      if (s < 0 || s >= num_partitions || t < 0 || t >= num_partitions) {
+        return Unsupported(*h,
+                           absl::StrCat("pair {", s, ",", t, "} outside [0,", num_partitions, ")"));
+      }
+      if (facts->permute_source[t] >= 0) {
+        return Unsupported(*h, absl::StrCat("device ", t, " is the target of two pairs"));
+      }
+      facts->permute_source[t] = s;
+    }
+  } else {
+    // Replica ids with one replica: only {0,0} means anything (every partition keeps its
+    // own value).
+    for (const auto& [s, t] : pairs) {
+      if (s == 0 && t == 0) {
+        for (int64_t d = 0; d < num_partitions; ++d) facts->permute_source[d] = d;
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+// What one opcode needs beyond its domain: constant tables, covered conversions, products and
+// divisors, pred logic, scalar start indices, predicate shapes, collective groups and sources.
+absl::Status OpFacts(const HloInstruction* h, const FactsMap& facts_map, int64_t num_partitions,
+                     InstructionFacts* facts) {
+  const HloOpcode op = h->opcode();
+  const bool data = facts->domain == ValueDomain::kData;
+  switch (op) {
+    case HloOpcode::kConstant:
+      return ConstantFacts(h, data, facts);
+    case HloOpcode::kConvert: {
+      const PrimitiveType from = h->operand(0)->shape().element_type();
+      const PrimitiveType to = h->shape().element_type();
+      if (data && facts_map.at(h->operand(0)).domain == ValueDomain::kData &&
+          IsFloatingType(from) != IsFloatingType(to)) {
+        return Unsupported(*h, "conversion of data between integer and floating types");
+      }
+      return absl::OkStatus();
+    }
+    case HloOpcode::kMultiply: {
+      int64_t dependent = 0;
+      for (int64_t i = 0; i < 2; ++i) {
+        if (facts_map.at(h->operand(i)).depends_on_input) ++dependent;
+      }
+      if (dependent > 1) return Unsupported(*h, "product of two data values");
+      return absl::OkStatus();
+    }
+    case HloOpcode::kDivide:
+    case HloOpcode::kRemainder:
+      return CheckDivisor(h, facts_map);
+    case HloOpcode::kAnd:
+    case HloOpcode::kOr:
+    case HloOpcode::kNot:
+      if (h->shape().element_type() != PrimitiveType::kPred) {
+        return Unsupported(*h, "bitwise logic on non-pred integers");
+      }
+      return absl::OkStatus();
+    case HloOpcode::kDynamicSlice:
+    case HloOpcode::kDynamicUpdateSlice: {
+      const int64_t first = op == HloOpcode::kDynamicSlice ? 1 : 2;
+      if (h->operand_count() != first + h->shape().rank()) {
+        return Unsupported(*h, "start indices must be scalar operands, one per dim");
+      }
+      return absl::OkStatus();
+    }
+    case HloOpcode::kSelect:
+      if (h->operand(0)->shape().rank() != 0 &&
+          h->operand(0)->shape().dimensions() != h->shape().dimensions()) {
+        return Unsupported(*h, "predicate shape differs from the result");
+      }
+      return absl::OkStatus();
+    case HloOpcode::kAllReduce:
+    case HloOpcode::kReduceScatter:
+    case HloOpcode::kAllGather:
+    case HloOpcode::kAllToAll:
+    case HloOpcode::kCollectiveBroadcast:
+      return GroupCollectiveFacts(h, num_partitions, facts);
+    case HloOpcode::kCollectivePermute:
+      return PermuteFacts(h, num_partitions, facts);
+    default:
+      return absl::OkStatus();
+  }
+}
+
+}  // namespace
+
+absl::Status ChainModel::AddInput(const HloInstruction* h) {
+  InstructionFacts facts;
+  ChainInput input;
+  input.instruction = h;
+  input.key = h->opcode() == HloOpcode::kParameter
+                  ? absl::StrCat("parameter ", h->parameter_number())
+                  : h->name();
+  input.sharding = h->sharding().value_or(HloSharding::Replicate());
+  input.local_dims = h->shape().dimensions();
+  absl::StatusOr<ShardingLayout> layout =
+      MakeShardingLayout(input.sharding, num_partitions_, h->shape().rank());
+  if (!layout.ok()) {
+    return Unsupported(*h, absl::StrCat("chain input: ", layout.status().message()));
+  }
+  input.global_dims = AnnotatedGlobalDims(*h).value_or(input.local_dims);
+  if (input.sharding.IsReplicated()) input.global_dims = input.local_dims;
+  facts.domain = ValueDomain::kData;
+  facts.depends_on_input = true;
+  facts.input = static_cast<int64_t>(inputs_.size());
+  facts.meaning.input = facts.input;
+  facts.meaning.global_dims = input.global_dims;
+  facts.meaning.text = h->name();
+  inputs_.push_back(std::move(input));
+  input_layouts_.push_back(*std::move(layout));
+  facts_[h] = std::move(facts);
+  return absl::OkStatus();
+}
+
+absl::Status ChainModel::AddComputed(const HloInstruction* h) {
+  InstructionFacts facts;
+  if (absl::Status s = ClassifyComputed(h, facts_, &facts); !s.ok()) return s;
+  if (absl::Status s = OpFacts(h, facts_, num_partitions_, &facts); !s.ok()) return s;
+  if (facts.domain == ValueDomain::kData && facts.depends_on_input)
+    facts.meaning = Lift(*h, facts_);
+  facts_[h] = std::move(facts);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ChainModel> ChainModel::Build(const HloInstruction* end, const HloInstruction* cut,
                                              int64_t num_partitions) {
   ChainModel model;
   model.num_partitions_ = num_partitions;
   model.end_ = end;
-  // Post-order of everything `end` depends on, stopping at the cut.
-  std::vector<const HloInstruction*> order;
-  {
-    absl::flat_hash_map<const HloInstruction*, bool> visited;
-    std::vector<std::pair<const HloInstruction*, size_t>> stack = {{end, 0}};
-    visited[end] = true;
-    while (!stack.empty()) {
-      auto& [h, next] = stack.back();
-      const bool stop = h == cut;
-      if (!stop && next < static_cast<size_t>(h->operand_count())) {
-        const HloInstruction* operand = h->operand(next++);
-        if (!visited[operand]) {
-          visited[operand] = true;
-          stack.push_back({operand, 0});
-        }
-        continue;
-      }
-      order.push_back(h);
-      stack.pop_back();
-    }
-  }
-  for (const HloInstruction* h : order) {
-    InstructionFacts facts;
+  for (const HloInstruction* h : PostOrderUpTo(end, cut)) {
     if (!h->shape().IsArray()) return Unsupported(*h, "only array values are covered");
     const bool is_input = h == cut || h->opcode() == HloOpcode::kParameter;
-    if (is_input) {
-      ChainInput input;
-      input.instruction = h;
-      input.key = h->opcode() == HloOpcode::kParameter
-                      ? absl::StrCat("parameter ", h->parameter_number())
-                      : h->name();
-      input.sharding = h->sharding().value_or(HloSharding::Replicate());
-      input.local_dims = h->shape().dimensions();
-      absl::StatusOr<ShardingLayout> layout =
-          MakeShardingLayout(input.sharding, num_partitions, h->shape().rank());
-      if (!layout.ok()) {
-        return Unsupported(*h, absl::StrCat("chain input: ", layout.status().message()));
-      }
-      input.global_dims = AnnotatedGlobalDims(*h).value_or(input.local_dims);
-      if (input.sharding.IsReplicated()) input.global_dims = input.local_dims;
-      facts.domain = ValueDomain::kData;
-      facts.depends_on_input = true;
-      facts.input = static_cast<int64_t>(model.inputs_.size());
-      facts.meaning.input = facts.input;
-      facts.meaning.global_dims = input.global_dims;
-      facts.meaning.text = h->name();
-      model.inputs_.push_back(std::move(input));
-      model.input_layouts_.push_back(*std::move(layout));
-      model.facts_[h] = std::move(facts);
-      continue;
-    }
-    const HloOpcode op = h->opcode();
-    bool data = IsFloatingType(h->shape().element_type());
-    for (int64_t i = 0; i < h->operand_count(); ++i) {
-      const InstructionFacts& f = model.facts_.at(h->operand(i));
-      if (f.depends_on_input) facts.depends_on_input = true;
-      if (IsIndexOperand(*h, i)) {
-        if (f.domain == ValueDomain::kData) {
-          return Unsupported(*h, absl::StrCat("operand ", i, " (", h->operand(i)->name(),
-                                              ") must be computed from partition ids and "
-                                              "constants, not from data"));
-        }
-        continue;
-      }
-      if (f.domain == ValueDomain::kData) data = true;
-    }
-    if (IsComplexType(h->shape().element_type())) return Unsupported(*h, "complex values");
-    facts.domain = data ? ValueDomain::kData : ValueDomain::kInteger;
-    if (h->shape().rank() > 0) {
-      if (op == HloOpcode::kIota) facts.depends_on_index = true;
-      for (int64_t i = 0; i < h->operand_count(); ++i) {
-        if (!IsIndexOperand(*h, i) || op == HloOpcode::kSelect) {
-          facts.depends_on_index |= model.facts_.at(h->operand(i)).depends_on_index;
-        }
-      }
-    }
-    if (data) {
-      if (!IsChainCollective(op) && !IsSharedOpcode(op)) {
-        return Unsupported(*h, "not covered for data values");
-      }
-    } else if (!IsIntegerOnlyOpcode(op) && !IsSharedOpcode(op)) {
-      return Unsupported(
-          *h, IsChainCollective(op) ? "collectives on integer index values" : "not covered");
-    }
-    const HloAttributes& attrs = h->attrs();
-    const bool has_attributes = ((op != HloOpcode::kTranspose && op != HloOpcode::kBroadcast &&
-                                  op != HloOpcode::kConcatenate) ||
-                                 attrs.dimensions.has_value()) &&
-                                (op != HloOpcode::kSlice || attrs.slice.has_value()) &&
-                                (op != HloOpcode::kPad || attrs.padding.has_value()) &&
-                                (op != HloOpcode::kIota || attrs.iota_dimension.has_value()) &&
-                                (op != HloOpcode::kCompare || attrs.direction.has_value());
-    if (!has_attributes) return Unsupported(*h, "missing attribute (module not verified?)");
-    switch (op) {
-      case HloOpcode::kConstant: {
-        const std::optional<Literal>& literal = h->literal();
-        if (!literal.has_value() || literal->elided()) {
-          return Unsupported(*h, "constant without its values");
-        }
-        const int64_t n = literal->element_count();
-        for (int64_t i = 0; i < n; ++i) {
-          if (data) {
-            const double v = literal->GetDouble(i);
-            if (!std::isfinite(v)) return Unsupported(*h, "non-finite constant");
-            facts.data_table.push_back(v);
-          } else {
-            facts.int_table.push_back(literal->GetInt64(i));
-          }
-        }
-        facts.depends_on_index =
-            h->shape().rank() > 0 &&
-            (std::adjacent_find(facts.int_table.begin(), facts.int_table.end(),
-                                std::not_equal_to<>()) != facts.int_table.end() ||
-             std::adjacent_find(facts.data_table.begin(), facts.data_table.end(),
-                                std::not_equal_to<>()) != facts.data_table.end());
-        break;
-      }
-      case HloOpcode::kConvert: {
-        const PrimitiveType from = h->operand(0)->shape().element_type();
-        const PrimitiveType to = h->shape().element_type();
-        if (data && model.facts_.at(h->operand(0)).domain == ValueDomain::kData &&
-            IsFloatingType(from) != IsFloatingType(to)) {
-          return Unsupported(*h, "conversion of data between integer and floating types");
-        }
-        break;
-      }
-      case HloOpcode::kMultiply: {
-        int64_t dependent = 0;
-        for (int64_t i = 0; i < 2; ++i) {
-          if (model.facts_.at(h->operand(i)).depends_on_input) ++dependent;
-        }
-        if (dependent > 1) return Unsupported(*h, "product of two data values");
-        break;
-      }
-      case HloOpcode::kDivide:
-      case HloOpcode::kRemainder: {
-        const HloInstruction* divisor = h->operand(1);
-        while (divisor->opcode() == HloOpcode::kBroadcast ||
-               divisor->opcode() == HloOpcode::kCopy || divisor->opcode() == HloOpcode::kReshape) {
-          divisor = divisor->operand(0);
-        }
-        const InstructionFacts& f = model.facts_.at(divisor);
-        if (divisor->opcode() != HloOpcode::kConstant ||
-            std::find(f.int_table.begin(), f.int_table.end(), 0) != f.int_table.end()) {
-          return Unsupported(*h, "divisor must be a non-zero constant");
-        }
-        break;
-      }
-      case HloOpcode::kAnd:
-      case HloOpcode::kOr:
-      case HloOpcode::kNot:
-        if (h->shape().element_type() != PrimitiveType::kPred) {
-          return Unsupported(*h, "bitwise logic on non-pred integers");
-        }
-        break;
-      case HloOpcode::kDynamicSlice:
-      case HloOpcode::kDynamicUpdateSlice: {
-        const int64_t first = op == HloOpcode::kDynamicSlice ? 1 : 2;
-        if (h->operand_count() != first + h->shape().rank()) {
-          return Unsupported(*h, "start indices must be scalar operands, one per dim");
-        }
-        break;
-      }
-      case HloOpcode::kSelect:
-        if (h->operand(0)->shape().rank() != 0 &&
-            h->operand(0)->shape().dimensions() != h->shape().dimensions()) {
-          return Unsupported(*h, "predicate shape differs from the result");
-        }
-        break;
-      case HloOpcode::kAllReduce:
-      case HloOpcode::kReduceScatter: {
-        if (!IsAddComputation(h->called_computation("to_apply"))) {
-          return Unsupported(*h, "only add reductions are covered");
-        }
-        [[fallthrough]];
-      }
-      case HloOpcode::kAllGather:
-      case HloOpcode::kAllToAll:
-      case HloOpcode::kCollectiveBroadcast: {
-        if (h->operand_count() != 1) return Unsupported(*h, "variadic/tuple collectives");
-        if ((op == HloOpcode::kAllGather || op == HloOpcode::kReduceScatter ||
-             op == HloOpcode::kAllToAll) &&
-            (!attrs.dimensions.has_value() || attrs.dimensions->size() != 1)) {
-          return Unsupported(*h, "needs dimensions={d}");
-        }
-        absl::StatusOr<DeviceGroups> groups = ResolveGroups(*h, num_partitions);
-        if (!groups.ok()) return groups.status();
-        if (op == HloOpcode::kAllToAll) {
-          const int64_t d = (*attrs.dimensions)[0];
-          if (h->shape().dimensions(d) % groups->group_size != 0) {
-            return Unsupported(*h, "split dimension not divisible by the group size");
-          }
-        }
-        facts.groups = *std::move(groups);
-        break;
-      }
-      case HloOpcode::kCollectivePermute: {
-        if (h->operand_count() != 1) return Unsupported(*h, "in-place collective-permute");
-        facts.permute_source.assign(num_partitions, -1);
-        const SourceTargetPairs pairs = attrs.source_target_pairs.value_or(SourceTargetPairs());
-        if (attrs.channel_id.has_value()) {
-          for (const auto& [s, t] : pairs) {
-            if (s < 0 || s >= num_partitions || t < 0 || t >= num_partitions) {
-              return Unsupported(
-                  *h, absl::StrCat("pair {", s, ",", t, "} outside [0,", num_partitions, ")"));
-            }
-            if (facts.permute_source[t] >= 0) {
-              return Unsupported(*h, absl::StrCat("device ", t, " is the target of two pairs"));
-            }
-            facts.permute_source[t] = s;
-          }
-        } else {
-          // Replica ids with one replica: only {0,0} means anything (every partition keeps its
-          // own value).
-          for (const auto& [s, t] : pairs) {
-            if (s == 0 && t == 0) {
-              for (int64_t d = 0; d < num_partitions; ++d) facts.permute_source[d] = d;
-            }
-          }
-        }
-        break;
-      }
-      default:
-        break;
-    }
-    if (data && facts.depends_on_input) facts.meaning = Lift(*h, model.facts_);
-    model.facts_[h] = std::move(facts);
+    absl::Status added = is_input ? model.AddInput(h) : model.AddComputed(h);
+    if (!added.ok()) return added;
   }
   return model;
 }

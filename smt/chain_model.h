@@ -115,6 +115,11 @@ class ChainModel {
   const ShardingLayout& input_layout(int64_t input) const { return input_layouts_[input]; }
 
  private:
+  // Build's two steps per instruction: a chain input (a parameter or the cut) and a computed
+  // instruction (its domain, coverage and op-specific facts).
+  absl::Status AddInput(const HloInstruction* h);
+  absl::Status AddComputed(const HloInstruction* h);
+
   int64_t num_partitions_ = 1;
   const HloInstruction* end_ = nullptr;
   std::vector<ChainInput> inputs_;
