@@ -16,6 +16,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/hlo_printer.h"
+#include "ir/sharding.h"
+#include "ir/tile_assignment.h"
 #include "lint/chains.h"
 #include "lint/global_program.h"
 #include "lint/jax_hint.h"
@@ -196,6 +198,35 @@ std::vector<std::string> Names(const std::vector<const HloInstruction*>& instruc
   return names;
 }
 
+// A sharding that gives every device its own part of the source: tiled P ways along dim 0, so
+// no two devices share an element. Proofs under it hold whatever each device holds (the source
+// of a chain without annotations may be replicated, tiled or anything else).
+std::optional<HloSharding> PerDeviceSharding(const HloInstruction& source, int64_t num_partitions) {
+  if (!source.shape().IsArray() || source.shape().rank() == 0) return std::nullopt;
+  std::vector<int64_t> dims(static_cast<size_t>(source.shape().rank()), 1);
+  dims[0] = num_partitions;
+  return HloSharding::Tile(TileAssignment::Iota(dims));
+}
+
+// Parameter 0 of a chain module (its source).
+HloInstruction* SourceParameter(HloModule& module) {
+  for (const auto& h : module.entry()->instructions()) {
+    if (h->opcode() == HloOpcode::kParameter && h->parameter_number() == 0) return h.get();
+  }
+  return nullptr;
+}
+
+// Sets (or, with nullopt, clears) the sharding of the module's source parameter.
+void SetSourceSharding(HloModule& module, const std::optional<HloSharding>& sharding) {
+  HloInstruction* parameter = SourceParameter(module);
+  if (parameter == nullptr) return;
+  if (sharding.has_value()) {
+    parameter->set_sharding(*sharding);
+  } else {
+    parameter->clear_sharding();
+  }
+}
+
 class ChainLinter {
  public:
   ChainLinter(const HloModule& module, const LineComments& comments, const LintOptions& options,
@@ -321,10 +352,40 @@ class ChainLinter {
       base.first_line = sum->location().line;
       base.last_line = slice->location().line;
       base.current = PriceModule(**original, num_partitions_, options_.topology);
+      // Partial sums without an annotation may differ on every device.
+      std::optional<HloSharding> per_device;
+      if (!chain.source->sharding().has_value()) {
+        per_device = PerDeviceSharding(*chain.source, num_partitions_);
+        if (!per_device.has_value()) continue;
+        SetSourceSharding(**original, per_device);
+      }
       std::optional<Finding> unproven;
-      TryRewrites(chain, label, **original, base, unproven);
+      TryRewrites(chain, label, **original, base, unproven, std::nullopt, per_device);
       if (unproven.has_value()) report_.findings.push_back(*std::move(unproven));
     }
+  }
+
+  // A chain without shardings at its ends (or at its computed source): no global meaning to
+  // search, but the rules proved from the collectives' own semantics apply (permutes composed,
+  // an all-gather whose own part is sliced back, collectives over groups of one). Each rewrite
+  // is proved for any values the devices hold at the source, not only those a sharding would
+  // give them; a refuted rewrite is no finding.
+  void LintUnannotated(const Chain& chain) {
+    const std::string label = absl::StrCat(chain.source->name(), " -> ", chain.end->name());
+    std::optional<HloSharding> per_device = PerDeviceSharding(*chain.source, num_partitions_);
+    if (!per_device.has_value()) return;
+    absl::StatusOr<std::unique_ptr<HloModule>> original =
+        ChainModule(module_, chain, num_partitions_);
+    if (!original.ok()) return;
+    SetSourceSharding(**original, per_device);
+    Finding base;
+    base.instructions = Names(chain.members);
+    base.first_line = chain.members.front()->location().line;
+    base.last_line = chain.end->location().line;
+    base.current = PriceModule(**original, num_partitions_, options_.topology);
+    std::optional<Finding> unproven;
+    if (TryRewrites(chain, label, **original, base, unproven, std::nullopt, per_device)) return;
+    if (unproven.has_value()) report_.findings.push_back(*std::move(unproven));
   }
 
  private:
@@ -338,17 +399,25 @@ class ChainLinter {
   }
 
   // Tries the pattern rewrites of `chain`: pushes the first proved cheaper one and returns true;
-  // keeps the first unproven cheaper one in `unproven`.
+  // keeps the first unproven cheaper one in `unproven`. With `per_device`, `original`'s source
+  // has that sharding (PerDeviceSharding) and so does each replacement's for the proof; the
+  // proposed module printed keeps the source's own.
   bool TryRewrites(const Chain& chain, const std::string& label, const HloModule& original,
                    const Finding& base, std::optional<Finding>& unproven,
-                   std::optional<int64_t> to_beat = std::nullopt) {
+                   std::optional<int64_t> to_beat = std::nullopt,
+                   const std::optional<HloSharding>& per_device = std::nullopt) {
     for (PatternRewrite& rewrite : PatternRewrites(module_, chain, num_partitions_)) {
       std::unique_ptr<HloModule>& replacement = rewrite.module;
       RemoveDead(*replacement->entry());
       Finding finding = base;
       finding.proposed = PriceModule(*replacement, num_partitions_, options_.topology);
       if (ScoreOf(finding.proposed) >= to_beat.value_or(ScoreOf(finding.current))) continue;
+      if (per_device.has_value()) SetSourceSharding(*replacement, per_device);
       const smt::ProofResult same = smt::ProveEquivChain(original, *replacement, ProofOptions());
+      if (per_device.has_value()) SetSourceSharding(*replacement, chain.source->sharding());
+      // Without annotations a rewrite is only a guess at the chain's shape: a refuted one (a
+      // slice of another device's part, groups that do not match) is no finding at all.
+      if (per_device.has_value() && same.verdict == Verdict::kFails) continue;
       finding.proof = smt::FormatProofResult(same);
       finding.status =
           same.verdict == Verdict::kHolds ? FindingStatus::kProved : FindingStatus::kUnproven;
@@ -628,13 +697,17 @@ absl::StatusOr<LintReport> LintModule(const HloModule& module, absl::string_view
   const LineComments comments = ParseLineComments(source_text);
   ChainSplit split = SplitIntoChains(linted);
   report.notes.insert(report.notes.end(), split.notes.begin(), split.notes.end());
-  report.chains = static_cast<int64_t>(split.chains.size());
+  report.chains = static_cast<int64_t>(split.chains.size() + split.unannotated.size());
   std::optional<Mesh> mesh = options.mesh;
   if (!mesh.has_value()) mesh = MeshFromModuleText(source_text, p);
   if (mesh.has_value() && mesh->num_devices() != p) mesh.reset();
   ChainLinter linter(linted, comments, options, p, std::move(mesh), report);
   for (const Chain& chain : split.chains) linter.Lint(chain);
-  SharedValues(split.chains, p, report);
+  for (const Chain& chain : split.unannotated) linter.LintUnannotated(chain);
+  // Exits of one run share its collectives whether or not their ends are annotated.
+  std::vector<Chain> all_chains = split.chains;
+  all_chains.insert(all_chains.end(), split.unannotated.begin(), split.unannotated.end());
+  SharedValues(all_chains, p, report);
   linter.LintPartialSums(*linted.entry());
   for (Finding& f : ConcatenatedCollectives(linted, p, options.topology, options.timeout_ms)) {
     report.findings.push_back(std::move(f));
