@@ -13,6 +13,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/hlo_printer.h"
@@ -198,6 +199,40 @@ std::vector<std::string> Names(const std::vector<const HloInstruction*>& instruc
   return names;
 }
 
+// A user's sharding constraint: XLA's custom-call Sharding (jax.lax.with_sharding_constraint),
+// or an instruction whose metadata names jax's sharding_constraint (what partitioning leaves of
+// one in a dump).
+bool IsUserConstraint(const HloInstruction& h) {
+  if (h.opcode() == HloOpcode::kCustomCall && h.attrs().custom_call_target.has_value() &&
+      *h.attrs().custom_call_target == "Sharding") {
+    return true;
+  }
+  const RawAttribute* metadata = h.FindRawAttribute("metadata");
+  return metadata != nullptr && absl::StrContains(metadata->text, "sharding_constraint");
+}
+
+// Names of the values whose shardings a proposal must keep: the entry parameters, the entry
+// result (a result tuple's elements) and the user's constraints; with `all_annotated`, every
+// instruction with a sharding= too (a program before propagation).
+absl::flat_hash_set<std::string> FixedNames(const HloModule& module, bool all_annotated) {
+  absl::flat_hash_set<std::string> fixed;
+  const HloComputation* entry = module.entry();
+  if (entry == nullptr) return fixed;
+  for (const auto& h : entry->instructions()) {
+    if (h->opcode() == HloOpcode::kParameter || IsUserConstraint(*h) ||
+        (all_annotated && h->sharding().has_value())) {
+      fixed.insert(h->name());
+    }
+  }
+  if (const HloInstruction* root = entry->root()) {
+    fixed.insert(root->name());
+    if (root->opcode() == HloOpcode::kTuple) {
+      for (const HloInstruction* operand : root->operands()) fixed.insert(operand->name());
+    }
+  }
+  return fixed;
+}
+
 // A sharding that gives every device its own part of the source: tiled P ways along dim 0, so
 // no two devices share an element. Proofs under it hold whatever each device holds (the source
 // of a chain without annotations may be replicated, tiled or anything else).
@@ -236,7 +271,12 @@ class ChainLinter {
         options_(options),
         num_partitions_(num_partitions),
         mesh_(std::move(mesh)),
-        report_(report) {}
+        report_(report),
+        fixed_linted_(FixedNames(module, false)) {
+    if (options.global != nullptr) {
+      fixed_global_ = FixedNames(*options.global, options.global_shardings_are_constraints);
+    }
+  }
 
   void Lint(const Chain& chain) {
     const std::string label = absl::StrCat(chain.source->name(), " -> ", chain.end->name());
@@ -287,9 +327,14 @@ class ChainLinter {
       }
     }
     std::optional<Finding> unproven;
+    const std::string unknown_fixed = global.ok() ? MarkFixed(*global) : "";
     if (global.ok() && claimed.verdict != Verdict::kHolds) {
       Note(label, absl::StrCat("the chain's claimed shardings are not proved (",
                                smt::FormatProofResult(claimed), "); not searched"));
+    } else if (global.ok() && !unknown_fixed.empty()) {
+      Note(label, absl::StrCat("the sharding of ", unknown_fixed,
+                               " is fixed (a parameter, the result or a user's constraint) but "
+                               "not known; not searched"));
     } else if (global.ok()) {
       std::optional<Finding> found = Search(chain, label, **original, *global, base);
       if (found.has_value() && found->status == FindingStatus::kProved) {
@@ -305,6 +350,42 @@ class ChainLinter {
     // Pattern rewrites: local changes the search does not make (or could not try).
     if (TryRewrites(chain, label, **original, base, unproven)) return;
     if (unproven.has_value()) report_.findings.push_back(*std::move(unproven));
+  }
+
+  // A parameter, the result or a user's constraint (in the linted module or, by the value it
+  // holds, in the global program).
+  bool IsFixed(const HloInstruction& h) const {
+    return fixed_linted_.contains(h.name()) ||
+           fixed_global_.contains(AnnotationOf(h, comments_).holds);
+  }
+
+  // Marks the chain's inner values whose shardings are fixed (by their holder or their global
+  // name); returns the name of one without a known sharding (it cannot be kept), else "".
+  std::string MarkFixed(GlobalChain& global) const {
+    for (size_t i = 1; i + 1 < global.values.size(); ++i) {
+      GlobalValue& v = global.values[i];
+      const HloInstruction* holder = nullptr;
+      for (const auto& h : module_.entry()->instructions()) {
+        if (!v.holder.empty() && h->name() == v.holder) holder = h.get();
+      }
+      v.fixed = fixed_global_.contains(v.name) || (holder != nullptr && IsFixed(*holder));
+      if (v.fixed && !v.current.has_value()) return v.name;
+    }
+    return "";
+  }
+
+  // The inner members of `chain` holding a fixed value that `replacement` drops or computes with
+  // another op (a rewrite that changes a fixed sharding): the first one's name, else "".
+  std::string ChangedFixed(const Chain& chain, const HloModule& replacement) const {
+    for (const HloInstruction* h : chain.members) {
+      if (h == chain.end || !IsFixed(*h)) continue;
+      const HloInstruction* kept = nullptr;
+      for (const auto& r : replacement.entry()->instructions()) {
+        if (r->name() == h->name()) kept = r.get();
+      }
+      if (kept == nullptr || kept->opcode() != h->opcode()) return h->name();
+    }
+    return "";
   }
 
   smt::ChainProofOptions ProofOptions() const {
@@ -412,6 +493,13 @@ class ChainLinter {
       Finding finding = base;
       finding.proposed = PriceModule(*replacement, num_partitions_, options_.topology);
       if (ScoreOf(finding.proposed) >= to_beat.value_or(ScoreOf(finding.current))) continue;
+      const std::string changed = ChangedFixed(chain, *replacement);
+      if (!changed.empty()) {
+        Note(label, absl::StrCat(rewrite.match.rule, " would change ", changed,
+                                 ", whose sharding is fixed (a parameter, the result or a user's "
+                                 "constraint): no finding"));
+        continue;
+      }
       if (per_device.has_value()) SetSourceSharding(*replacement, per_device);
       const smt::ProofResult same = smt::ProveEquivChain(original, *replacement, ProofOptions());
       if (per_device.has_value()) SetSourceSharding(*replacement, chain.source->sharding());
@@ -530,6 +618,9 @@ class ChainLinter {
   int64_t num_partitions_;
   std::optional<Mesh> mesh_;
   LintReport& report_;
+  // Values whose shardings a proposal keeps, by linted instruction and by global name.
+  absl::flat_hash_set<std::string> fixed_linted_;
+  absl::flat_hash_set<std::string> fixed_global_;
 };
 
 // A value feeding several ends (one run with several exits): each exit's chain was linted on its

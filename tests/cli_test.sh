@@ -132,6 +132,9 @@ expect 1 "proved [all-gather-then-own-slice]" -- "$bin" lint "$u/04_ag_own_slice
 expect 1 "proved [all-reduce-then-slice]" -- "$bin" lint "$u/05_ar_slice.hlo"
 expect 1 "proved [all-reduce-then-slice]" -- "$bin" lint "$u/06_ar_slice_strided_groups.hlo"
 expect 1 "compose into one permute" -- "$bin" lint "$u/07_permutes_drop_a_device.hlo"
+expect 2 "--user-shardings needs --global" -- "$bin" lint "$u/03_ag_own_slice.hlo" --user-shardings
+sed 's|use_global_device_ids=true$|use_global_device_ids=true, metadata={op_name="jit(f)/sharding_constraint"}|' "$u/03_ag_own_slice.hlo" > "$tmp/constrained.hlo"
+expect 0 "would change all-gather.1, whose sharding is fixed" -- "$bin" lint "$tmp/constrained.hlo"
 for f in "$u"/near_miss/*.hlo; do
   expect 0 "0 proved finding(s), 0 unproven" -- "$bin" lint "$f"
 done
@@ -148,6 +151,7 @@ if [ -d "$shared/cases/seed-scatter" ]; then
   expect 1 "the global program gives param[0,0,0,8,0]" -- "$bin" prove chain "$tmp/permute.hlo" --global "$shared/cases/seed-scatter/pre.hlo"
   expect 1 "1 refuted" -- "$bin" prove instructions "$tmp/permute.hlo" --global "$shared/cases/seed-scatter/pre.hlo"
   expect 1 "P(None, 'data', 'model', None)" -- "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo" --mesh data=2,pipeline=4,model=8
+  expect 0 "0 proved finding(s)" -- "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo" --global "$shared/cases/seed-scatter/pre.hlo" --user-shardings
   expect 0 "max bytes received per device: 480" -- "$bin" check "$shared/cases/seed-scatter/pre.hlo" --stats
   expect 0 "verdict: holds" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/gspmd.hlo"
   expect 1 "wrong on 48 of 64 devices" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo"
