@@ -346,7 +346,7 @@ class Campaign {
   // Reduces a new finding within the time budget, writes its folder and fills its slot.
   void HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot, const HloModule& program,
                 const FailureSignature& signature, const CheckOptions& check, WastefulKind wasteful,
-                PartitionerUnderTest* cheaper);
+                PartitionerUnderTest* cheaper, const std::string& proposal = "");
 
   const CampaignOptions& options_;
   std::vector<KnownFinding> known_;
@@ -389,7 +389,7 @@ int64_t Campaign::RecordFailure(const std::string& spec, const FailureSignature&
 void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot,
                         const HloModule& program, const FailureSignature& signature,
                         const CheckOptions& check, WastefulKind wasteful,
-                        PartitionerUnderTest* cheaper) {
+                        PartitionerUnderTest* cheaper, const std::string& proposal) {
   const Clock::time_point started = Clock::now();
   const std::string spec = partitioner.spec();
   // The time budget (--seconds) covers the reductions: a reduction gets what is left of it, less
@@ -412,6 +412,7 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   predicate_options.wasteful = wasteful;
   predicate_options.cheaper = cheaper;
   predicate_options.cost_check = options_.cost_check;
+  predicate_options.proposal = proposal;
   predicate_options.wasteful_ratio = options_.wasteful_ratio;
   predicate_options.wasteful_min_bytes = options_.wasteful_min_bytes;
   predicate_options.cancelled = [this] { return aborting(); };
@@ -641,7 +642,9 @@ void Campaign::RunJob() {
         lock.unlock();
         if (slot >= 0) {
           const Clock::time_point hand_over_start = Clock::now();
-          HandOver(job, *partitioner, slot, module, signature, check, WastefulKind::kLint, nullptr);
+          // The reduced case must keep the proposal, not only the pattern.
+          HandOver(job, *partitioner, slot, module, signature, check, WastefulKind::kLint, nullptr,
+                   cheaper.front().proposal);
           handed_over += SecondsSince(hand_over_start);
         }
         continue;

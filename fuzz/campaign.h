@@ -23,6 +23,10 @@ namespace spmdcheck::fuzz {
 struct CostFinding {
   std::string pattern;
   std::string message;
+  // What it proposes, in terms a reduction keeps (no sizes): the value whose sharding to change
+  // and the better sharding, or the collectives the proposed chain uses. A reduced case must
+  // show the same proposal, not merely the same pattern.
+  std::string proposal;
 };
 // Looks for proved cheaper chains in a partitioned module that holds (`global`: the module it
 // was judged against). The CLI sets it to the collective lint (lint/, which the fuzz room does

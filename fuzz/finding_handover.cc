@@ -59,6 +59,26 @@ WastefulKind WastefulKindOf(const std::string& signature) {
   return WastefulKind::kNone;
 }
 
+std::vector<CostFinding> WastefulFindings(target::PartitionerUnderTest& partitioner,
+                                          const std::string& signature,
+                                          const target::CheckOptions& check,
+                                          const CostCheck& cost_check, const HloModule& program) {
+  std::vector<CostFinding> found;
+  if (!cost_check) return found;
+  absl::StatusOr<CheckOutcome> o = CheckPartitioning(program, partitioner, check);
+  if (!o.ok() || o->status != CheckStatus::kHolds || o->partitioned == nullptr) return found;
+  const std::string prefix = target::SignaturePrefix(partitioner.spec());
+  for (CostFinding& f :
+       cost_check(*o->partitioned,
+                  o->partitioned_text.empty() ? PrintModule(*o->partitioned) : o->partitioned_text,
+                  o->judged_global != nullptr ? *o->judged_global : program)) {
+    if (signature == target::SanitizedName(absl::StrCat(prefix, ".wasteful.", f.pattern))) {
+      found.push_back(std::move(f));
+    }
+  }
+  return found;
+}
+
 InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
                                    const std::string& signature, const target::CheckOptions& check,
                                    const FindingPredicateOptions& options) {
@@ -77,18 +97,9 @@ InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
       check.oracle_seconds = std::clamp(left, 0.05, kReductionOracleSeconds);
     }
     if (options.wasteful == WastefulKind::kLint) {
-      if (!options.cost_check) return false;
-      absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
-      if (!o.ok() || o->status != CheckStatus::kHolds || o->partitioned == nullptr) return false;
-      const std::vector<CostFinding> cheaper_chains = options.cost_check(
-          *o->partitioned,
-          o->partitioned_text.empty() ? PrintModule(*o->partitioned) : o->partitioned_text,
-          o->judged_global != nullptr ? *o->judged_global : m);
-      for (const CostFinding& f : cheaper_chains) {
-        if (signature == target::SanitizedName(absl::StrCat(target::SignaturePrefix(spec),
-                                                            ".wasteful.", f.pattern))) {
-          return true;
-        }
+      for (const CostFinding& f :
+           WastefulFindings(partitioner, signature, check, options.cost_check, m)) {
+        if (options.proposal.empty() || f.proposal == options.proposal) return true;
       }
       return false;
     }

@@ -41,6 +41,9 @@ struct FindingPredicateOptions {
   WastefulKind wasteful = WastefulKind::kNone;
   target::PartitionerUnderTest* cheaper = nullptr;  // For kBytes.
   CostCheck cost_check;                             // For kLint.
+  // For kLint: the proposal (CostFinding::proposal) the reduced case must keep; empty: any
+  // proposal of the signature's pattern.
+  std::string proposal;
   double wasteful_ratio = 2.0;
   int64_t wasteful_min_bytes = 64;
   // True when the reduction must stop now (a cancelled campaign): the predicate then errs.
@@ -53,8 +56,16 @@ struct FindingPredicateOptions {
 // A reduction candidate's oracle time at most (CheckOptions::oracle_seconds).
 inline constexpr double kReductionOracleSeconds = 5;
 
+// The lint's proved findings (`cost_check`) on `partitioner`'s output for `program` whose
+// pattern names `signature` (`<partitioner>.wasteful.<pattern>`); none when the partitioning
+// does not hold.
+std::vector<CostFinding> WastefulFindings(target::PartitionerUnderTest& partitioner,
+                                          const std::string& signature,
+                                          const target::CheckOptions& check,
+                                          const CostCheck& cost_check, const HloModule& program);
+
 // Interesting = `partitioner` still fails with `signature` (or, for a wasteful finding, the same
-// waste is still there) on the candidate.
+// waste is still there: the same proposal when options.proposal says one) on the candidate.
 InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
                                    const std::string& signature, const target::CheckOptions& check,
                                    const FindingPredicateOptions& options);

@@ -179,14 +179,16 @@ ChainSplit SplitIntoChains(const HloModule& module) {
       if (IsCollective(x->opcode())) ++chain.collectives;
     }
     if (chain.collectives == 0) continue;
+    const char* missing = nullptr;
     if (!chain.source->sharding().has_value() && chain.source->opcode() != HloOpcode::kParameter) {
-      split.notes.push_back(absl::StrCat("chain ", chain.source->name(), " -> ", h->name(),
-                                         ": the source has no sharding annotation"));
-      continue;
+      missing = "the source has no sharding annotation";
+    } else if (!h->sharding().has_value()) {
+      missing = "the end has no sharding annotation";
     }
-    if (!h->sharding().has_value()) {
-      split.notes.push_back(absl::StrCat("chain ", chain.source->name(), " -> ", h->name(),
-                                         ": the end has no sharding annotation"));
+    if (missing != nullptr) {
+      split.notes.push_back(absl::StrCat("chain ", chain.source->name(), " -> ", h->name(), ": ",
+                                         missing, " (only the annotation-free rules apply)"));
+      split.unannotated.push_back(std::move(chain));
       continue;
     }
     split.chains.push_back(std::move(chain));

@@ -36,6 +36,9 @@ struct Chain {
 
 struct ChainSplit {
   std::vector<Chain> chains;
+  // Chains whose source (a computing instruction) or end has no sharding: no global meaning, but
+  // the rules proved from the collectives' own semantics apply (LintModule).
+  std::vector<Chain> unannotated;
   std::vector<std::string> notes;  // Runs that are not chains, and why.
 };
 
@@ -55,7 +58,8 @@ struct RunStructure {
 };
 RunStructure AnalyzeRuns(const HloComputation& entry);
 
-// Chains of the entry computation that contain at least one collective.
+// Chains of the entry computation that contain at least one collective (those without shardings
+// at their ends in `unannotated`).
 ChainSplit SplitIntoChains(const HloModule& module);
 
 // The chain from `source` to `end` (which must depend on it): the closure of `end` stopping at

@@ -13,9 +13,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "ir/hlo_printer.h"
+#include "ir/sharding.h"
+#include "ir/tile_assignment.h"
 #include "lint/chains.h"
 #include "lint/global_program.h"
 #include "lint/jax_hint.h"
@@ -196,6 +199,69 @@ std::vector<std::string> Names(const std::vector<const HloInstruction*>& instruc
   return names;
 }
 
+// A user's sharding constraint: XLA's custom-call Sharding (jax.lax.with_sharding_constraint),
+// or an instruction whose metadata names jax's sharding_constraint (what partitioning leaves of
+// one in a dump).
+bool IsUserConstraint(const HloInstruction& h) {
+  if (h.opcode() == HloOpcode::kCustomCall && h.attrs().custom_call_target.has_value() &&
+      *h.attrs().custom_call_target == "Sharding") {
+    return true;
+  }
+  const RawAttribute* metadata = h.FindRawAttribute("metadata");
+  return metadata != nullptr && absl::StrContains(metadata->text, "sharding_constraint");
+}
+
+// Names of the values whose shardings a proposal must keep: the entry parameters, the entry
+// result (a result tuple's elements) and the user's constraints; with `all_annotated`, every
+// instruction with a sharding= too (a program before propagation).
+absl::flat_hash_set<std::string> FixedNames(const HloModule& module, bool all_annotated) {
+  absl::flat_hash_set<std::string> fixed;
+  const HloComputation* entry = module.entry();
+  if (entry == nullptr) return fixed;
+  for (const auto& h : entry->instructions()) {
+    if (h->opcode() == HloOpcode::kParameter || IsUserConstraint(*h) ||
+        (all_annotated && h->sharding().has_value())) {
+      fixed.insert(h->name());
+    }
+  }
+  if (const HloInstruction* root = entry->root()) {
+    fixed.insert(root->name());
+    if (root->opcode() == HloOpcode::kTuple) {
+      for (const HloInstruction* operand : root->operands()) fixed.insert(operand->name());
+    }
+  }
+  return fixed;
+}
+
+// A sharding that gives every device its own part of the source: tiled P ways along dim 0, so
+// no two devices share an element. Proofs under it hold whatever each device holds (the source
+// of a chain without annotations may be replicated, tiled or anything else).
+std::optional<HloSharding> PerDeviceSharding(const HloInstruction& source, int64_t num_partitions) {
+  if (!source.shape().IsArray() || source.shape().rank() == 0) return std::nullopt;
+  std::vector<int64_t> dims(static_cast<size_t>(source.shape().rank()), 1);
+  dims[0] = num_partitions;
+  return HloSharding::Tile(TileAssignment::Iota(dims));
+}
+
+// Parameter 0 of a chain module (its source).
+HloInstruction* SourceParameter(HloModule& module) {
+  for (const auto& h : module.entry()->instructions()) {
+    if (h->opcode() == HloOpcode::kParameter && h->parameter_number() == 0) return h.get();
+  }
+  return nullptr;
+}
+
+// Sets (or, with nullopt, clears) the sharding of the module's source parameter.
+void SetSourceSharding(HloModule& module, const std::optional<HloSharding>& sharding) {
+  HloInstruction* parameter = SourceParameter(module);
+  if (parameter == nullptr) return;
+  if (sharding.has_value()) {
+    parameter->set_sharding(*sharding);
+  } else {
+    parameter->clear_sharding();
+  }
+}
+
 class ChainLinter {
  public:
   ChainLinter(const HloModule& module, const LineComments& comments, const LintOptions& options,
@@ -205,7 +271,12 @@ class ChainLinter {
         options_(options),
         num_partitions_(num_partitions),
         mesh_(std::move(mesh)),
-        report_(report) {}
+        report_(report),
+        fixed_linted_(FixedNames(module, false)) {
+    if (options.global != nullptr) {
+      fixed_global_ = FixedNames(*options.global, options.global_shardings_are_constraints);
+    }
+  }
 
   void Lint(const Chain& chain) {
     const std::string label = absl::StrCat(chain.source->name(), " -> ", chain.end->name());
@@ -256,9 +327,14 @@ class ChainLinter {
       }
     }
     std::optional<Finding> unproven;
+    const std::string unknown_fixed = global.ok() ? MarkFixed(*global) : "";
     if (global.ok() && claimed.verdict != Verdict::kHolds) {
       Note(label, absl::StrCat("the chain's claimed shardings are not proved (",
                                smt::FormatProofResult(claimed), "); not searched"));
+    } else if (global.ok() && !unknown_fixed.empty()) {
+      Note(label, absl::StrCat("the sharding of ", unknown_fixed,
+                               " is fixed (a parameter, the result or a user's constraint) but "
+                               "not known; not searched"));
     } else if (global.ok()) {
       std::optional<Finding> found = Search(chain, label, **original, *global, base);
       if (found.has_value() && found->status == FindingStatus::kProved) {
@@ -274,6 +350,42 @@ class ChainLinter {
     // Pattern rewrites: local changes the search does not make (or could not try).
     if (TryRewrites(chain, label, **original, base, unproven)) return;
     if (unproven.has_value()) report_.findings.push_back(*std::move(unproven));
+  }
+
+  // A parameter, the result or a user's constraint (in the linted module or, by the value it
+  // holds, in the global program).
+  bool IsFixed(const HloInstruction& h) const {
+    return fixed_linted_.contains(h.name()) ||
+           fixed_global_.contains(AnnotationOf(h, comments_).holds);
+  }
+
+  // Marks the chain's inner values whose shardings are fixed (by their holder or their global
+  // name); returns the name of one without a known sharding (it cannot be kept), else "".
+  std::string MarkFixed(GlobalChain& global) const {
+    for (size_t i = 1; i + 1 < global.values.size(); ++i) {
+      GlobalValue& v = global.values[i];
+      const HloInstruction* holder = nullptr;
+      for (const auto& h : module_.entry()->instructions()) {
+        if (!v.holder.empty() && h->name() == v.holder) holder = h.get();
+      }
+      v.fixed = fixed_global_.contains(v.name) || (holder != nullptr && IsFixed(*holder));
+      if (v.fixed && !v.current.has_value()) return v.name;
+    }
+    return "";
+  }
+
+  // The inner members of `chain` holding a fixed value that `replacement` drops or computes with
+  // another op (a rewrite that changes a fixed sharding): the first one's name, else "".
+  std::string ChangedFixed(const Chain& chain, const HloModule& replacement) const {
+    for (const HloInstruction* h : chain.members) {
+      if (h == chain.end || !IsFixed(*h)) continue;
+      const HloInstruction* kept = nullptr;
+      for (const auto& r : replacement.entry()->instructions()) {
+        if (r->name() == h->name()) kept = r.get();
+      }
+      if (kept == nullptr || kept->opcode() != h->opcode()) return h->name();
+    }
+    return "";
   }
 
   smt::ChainProofOptions ProofOptions() const {
@@ -321,10 +433,40 @@ class ChainLinter {
       base.first_line = sum->location().line;
       base.last_line = slice->location().line;
       base.current = PriceModule(**original, num_partitions_, options_.topology);
+      // Partial sums without an annotation may differ on every device.
+      std::optional<HloSharding> per_device;
+      if (!chain.source->sharding().has_value()) {
+        per_device = PerDeviceSharding(*chain.source, num_partitions_);
+        if (!per_device.has_value()) continue;
+        SetSourceSharding(**original, per_device);
+      }
       std::optional<Finding> unproven;
-      TryRewrites(chain, label, **original, base, unproven);
+      TryRewrites(chain, label, **original, base, unproven, std::nullopt, per_device);
       if (unproven.has_value()) report_.findings.push_back(*std::move(unproven));
     }
+  }
+
+  // A chain without shardings at its ends (or at its computed source): no global meaning to
+  // search, but the rules proved from the collectives' own semantics apply (permutes composed,
+  // an all-gather whose own part is sliced back, collectives over groups of one). Each rewrite
+  // is proved for any values the devices hold at the source, not only those a sharding would
+  // give them; a refuted rewrite is no finding.
+  void LintUnannotated(const Chain& chain) {
+    const std::string label = absl::StrCat(chain.source->name(), " -> ", chain.end->name());
+    std::optional<HloSharding> per_device = PerDeviceSharding(*chain.source, num_partitions_);
+    if (!per_device.has_value()) return;
+    absl::StatusOr<std::unique_ptr<HloModule>> original =
+        ChainModule(module_, chain, num_partitions_);
+    if (!original.ok()) return;
+    SetSourceSharding(**original, per_device);
+    Finding base;
+    base.instructions = Names(chain.members);
+    base.first_line = chain.members.front()->location().line;
+    base.last_line = chain.end->location().line;
+    base.current = PriceModule(**original, num_partitions_, options_.topology);
+    std::optional<Finding> unproven;
+    if (TryRewrites(chain, label, **original, base, unproven, std::nullopt, per_device)) return;
+    if (unproven.has_value()) report_.findings.push_back(*std::move(unproven));
   }
 
  private:
@@ -338,17 +480,32 @@ class ChainLinter {
   }
 
   // Tries the pattern rewrites of `chain`: pushes the first proved cheaper one and returns true;
-  // keeps the first unproven cheaper one in `unproven`.
+  // keeps the first unproven cheaper one in `unproven`. With `per_device`, `original`'s source
+  // has that sharding (PerDeviceSharding) and so does each replacement's for the proof; the
+  // proposed module printed keeps the source's own.
   bool TryRewrites(const Chain& chain, const std::string& label, const HloModule& original,
                    const Finding& base, std::optional<Finding>& unproven,
-                   std::optional<int64_t> to_beat = std::nullopt) {
+                   std::optional<int64_t> to_beat = std::nullopt,
+                   const std::optional<HloSharding>& per_device = std::nullopt) {
     for (PatternRewrite& rewrite : PatternRewrites(module_, chain, num_partitions_)) {
       std::unique_ptr<HloModule>& replacement = rewrite.module;
       RemoveDead(*replacement->entry());
       Finding finding = base;
       finding.proposed = PriceModule(*replacement, num_partitions_, options_.topology);
       if (ScoreOf(finding.proposed) >= to_beat.value_or(ScoreOf(finding.current))) continue;
+      const std::string changed = ChangedFixed(chain, *replacement);
+      if (!changed.empty()) {
+        Note(label, absl::StrCat(rewrite.match.rule, " would change ", changed,
+                                 ", whose sharding is fixed (a parameter, the result or a user's "
+                                 "constraint): no finding"));
+        continue;
+      }
+      if (per_device.has_value()) SetSourceSharding(*replacement, per_device);
       const smt::ProofResult same = smt::ProveEquivChain(original, *replacement, ProofOptions());
+      if (per_device.has_value()) SetSourceSharding(*replacement, chain.source->sharding());
+      // Without annotations a rewrite is only a guess at the chain's shape: a refuted one (a
+      // slice of another device's part, groups that do not match) is no finding at all.
+      if (per_device.has_value() && same.verdict == Verdict::kFails) continue;
       finding.proof = smt::FormatProofResult(same);
       finding.status =
           same.verdict == Verdict::kHolds ? FindingStatus::kProved : FindingStatus::kUnproven;
@@ -461,6 +618,9 @@ class ChainLinter {
   int64_t num_partitions_;
   std::optional<Mesh> mesh_;
   LintReport& report_;
+  // Values whose shardings a proposal keeps, by linted instruction and by global name.
+  absl::flat_hash_set<std::string> fixed_linted_;
+  absl::flat_hash_set<std::string> fixed_global_;
 };
 
 // A value feeding several ends (one run with several exits): each exit's chain was linted on its
@@ -628,13 +788,17 @@ absl::StatusOr<LintReport> LintModule(const HloModule& module, absl::string_view
   const LineComments comments = ParseLineComments(source_text);
   ChainSplit split = SplitIntoChains(linted);
   report.notes.insert(report.notes.end(), split.notes.begin(), split.notes.end());
-  report.chains = static_cast<int64_t>(split.chains.size());
+  report.chains = static_cast<int64_t>(split.chains.size() + split.unannotated.size());
   std::optional<Mesh> mesh = options.mesh;
   if (!mesh.has_value()) mesh = MeshFromModuleText(source_text, p);
   if (mesh.has_value() && mesh->num_devices() != p) mesh.reset();
   ChainLinter linter(linted, comments, options, p, std::move(mesh), report);
   for (const Chain& chain : split.chains) linter.Lint(chain);
-  SharedValues(split.chains, p, report);
+  for (const Chain& chain : split.unannotated) linter.LintUnannotated(chain);
+  // Exits of one run share its collectives whether or not their ends are annotated.
+  std::vector<Chain> all_chains = split.chains;
+  all_chains.insert(all_chains.end(), split.unannotated.begin(), split.unannotated.end());
+  SharedValues(all_chains, p, report);
   linter.LintPartialSums(*linted.entry());
   for (Finding& f : ConcatenatedCollectives(linted, p, options.topology, options.timeout_ms)) {
     report.findings.push_back(std::move(f));

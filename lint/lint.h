@@ -78,6 +78,11 @@ struct LintOptions {
   std::optional<Mesh> mesh;
   std::optional<Topology> topology;
   int64_t timeout_ms = 20000;  // Per proof.
+  // The `global` program is what the user wrote, before sharding propagation (the fuzz campaign's
+  // programs): its sharding= annotations are the user's, and the values they annotate keep their
+  // shardings like parameters, the result and custom-call Sharding constraints always do. Off,
+  // `global` is taken to be a dump after propagation (every value annotated).
+  bool global_shardings_are_constraints = false;
 };
 
 struct LintReport {

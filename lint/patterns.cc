@@ -224,7 +224,9 @@ std::vector<PatternRewrite> PatternRewrites(const HloModule& module, const Chain
     }
     const HloInstruction* before = ThroughPlumbing(operand, in_chain);
     if (before == nullptr) continue;
-    if (h->opcode() == HloOpcode::kCollectivePermute && operand == before &&
+    // Permutes commute with the local copies and reshapes between them: the composed permute
+    // runs where the second one did, on the first one's operand moved through the same plumbing.
+    if (h->opcode() == HloOpcode::kCollectivePermute &&
         before->opcode() == HloOpcode::kCollectivePermute &&
         before->attrs().source_target_pairs.has_value() &&
         h->attrs().source_target_pairs.has_value()) {
@@ -236,11 +238,22 @@ std::vector<PatternRewrite> PatternRewrites(const HloModule& module, const Chain
         auto it = second.find(t);
         if (it != second.end()) composed.push_back({s, it->second});
       }
+      // Every device sending to itself: the two permutes undo each other.
+      absl::flat_hash_set<int64_t> kept;
+      for (const auto& [s, u] : composed) {
+        if (s == u) kept.insert(s);
+      }
+      const bool identity = static_cast<int64_t>(kept.size()) == num_partitions &&
+                            static_cast<int64_t>(composed.size()) == num_partitions;
       HloInstruction fused(*h);
       fused.mutable_attrs().source_target_pairs = composed;
       add({"consecutive-permutes", "cp-cp-compose",
-           absl::StrCat(before->name(), " and ", h->name(), " compose into one permute")},
-          {{before, CopyOf(*before, *DataOperand(before, in_chain))}, {h, fused}});
+           identity
+               ? absl::StrCat(before->name(), " and ", h->name(),
+                              " compose into the identity: neither is needed")
+               : absl::StrCat(before->name(), " and ", h->name(), " compose into one permute")},
+          {{before, CopyOf(*before, *DataOperand(before, in_chain))},
+           {h, identity ? CopyOf(*h, *operand) : fused}});
     }
     if (h->opcode() == HloOpcode::kAllReduce && before == operand &&
         before->opcode() == HloOpcode::kSelect) {

@@ -350,6 +350,11 @@ absl::StatusOr<SearchResult> SearchShardings(const GlobalChain& chain,
     candidates[i] = CandidateShardings(chain.values[i].shape, mesh, num_partitions, extra);
   }
   candidates[k - 1] = {end_sharding};
+  for (size_t i = 1; i + 1 < k; ++i) {
+    if (chain.values[i].fixed && chain.values[i].current.has_value()) {
+      candidates[i] = {*chain.values[i].current};
+    }
+  }
   SearchResult result;
   // Price of resharding value i from `from` to `to` (weighted by the topology when given).
   const auto reshard = [&](size_t i, const HloSharding& from,

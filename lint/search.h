@@ -26,6 +26,9 @@ struct GlobalValue {
   Shape shape;
   std::optional<HloSharding> current;  // What the linted module gives it, when it says.
   std::string holder;                  // The linted instruction that holds it (may be empty).
+  // An entry parameter, the entry result or a user's sharding constraint: the search keeps
+  // `current` (a proposal that changes it is no finding).
+  bool fixed = false;
 };
 
 struct GlobalChain {
@@ -59,7 +62,8 @@ struct SearchResult {
   std::optional<size_t> cause;
 };
 
-// The cheapest assignment of shardings to the chain's values, the input's and the end's fixed,
+// The cheapest assignment of shardings to the chain's values, the input's and the end's fixed (and
+// each value marked `fixed` held at its current sharding),
 // under `weights` (may be null): a dynamic program over candidate shardings per value in which
 // every global op runs locally on its operand's sharding and any value may then be resharded
 // (priced by the resharding planner).

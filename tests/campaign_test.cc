@@ -9,8 +9,11 @@
 #include <system_error>
 #include <thread>
 
+#include "fuzz/finding_handover.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/hlo_parser.h"
+#include "target/signature.h"
 
 namespace spmdcheck::fuzz {
 namespace {
@@ -240,6 +243,52 @@ TEST(Campaign, AMalformedKnownFindingsFileIsAnError) {
   ASSERT_FALSE(report.ok());
   EXPECT_THAT(std::string(report.status().message()), HasSubstr("not a known-findings file"));
   std::filesystem::remove_all(options.out_dir);
+}
+
+TEST(WastefulPredicate, AReducedCaseMustKeepTheSameProposal) {
+  // A stand-in for the lint: on every correct partitioning, one finding of pattern `p` whose
+  // proposal names the partitioned module's instruction count, so a candidate that changes the
+  // program changes the proposal.
+  const CostCheck cost_check = [](const HloModule& partitioned, const std::string&,
+                                  const HloModule&) {
+    return std::vector<CostFinding>{
+        {"p", "m", absl::StrCat("p: ", partitioned.entry()->instructions().size())}};
+  };
+  absl::StatusOr<ParsedModule> program = ParseHloModule(R"(HloModule m, num_partitions=2
+ENTRY e {
+  x = f32[4,4] parameter(0), sharding={devices=[2,1]<=[2]}
+  ROOT y = f32[4,4] copy(x), sharding={replicated}
+})");
+  ASSERT_TRUE(program.ok()) << program.status();
+  absl::StatusOr<std::unique_ptr<target::PartitionerUnderTest>> reference =
+      target::MakePartitioner("reference", target::TargetOptions{});
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  const std::string signature = target::SanitizedName(".wasteful.p");
+  target::CheckOptions check;
+  check.trials = 1;
+  const std::vector<CostFinding> found =
+      WastefulFindings(**reference, signature, check, cost_check, *program->module);
+  ASSERT_EQ(found.size(), 1u);
+  FindingPredicateOptions options;
+  options.wasteful = WastefulKind::kLint;
+  options.cost_check = cost_check;
+  options.proposal = found.front().proposal;
+  absl::StatusOr<bool> same =
+      FindingPredicate(**reference, signature, check, options)(*program->module);
+  ASSERT_TRUE(same.ok());
+  EXPECT_TRUE(*same);
+  // Another proposal under the same pattern is not the finding any more.
+  options.proposal = "p: something else";
+  absl::StatusOr<bool> other =
+      FindingPredicate(**reference, signature, check, options)(*program->module);
+  ASSERT_TRUE(other.ok());
+  EXPECT_FALSE(*other);
+  // Another pattern's signature is not matched at all.
+  options.proposal.clear();
+  absl::StatusOr<bool> pattern = FindingPredicate(**reference, target::SanitizedName(".wasteful.q"),
+                                                  check, options)(*program->module);
+  ASSERT_TRUE(pattern.ok());
+  EXPECT_FALSE(*pattern);
 }
 
 }  // namespace

@@ -145,7 +145,22 @@ expect 0 "rule ag-ag-fuse" -- "$bin" prove rewrites --show ag-ag-fuse
 sed -E '/parameter\(/!s/, sharding=\{[^}]*\}//' "$src/corpus/lint/wasteful/03_two_permutes.hlo" > "$tmp/bare.hlo"
 expect 1 "proved [consecutive-permutes]" -- "$bin" lint "$tmp/bare.hlo"
 expect 0 "collective-permute.2: {devices=[8,1]3,4,5,6,7,0,1,2}" -- "$bin" lint "$tmp/bare.hlo" --holdings
-expect 0 "0 chain(s) examined" -- "$bin" lint "$tmp/bare.hlo" --no-infer
+expect 1 "1 chain(s) examined, 1 proved finding(s)" -- "$bin" lint "$tmp/bare.hlo" --no-infer
+# Issue 26: modules without a single sharding annotation, proved from the collectives' semantics.
+u="$src/corpus/lint/unannotated"
+expect 1 "proved [consecutive-permutes]" -- "$bin" lint "$u/01_two_permutes.hlo"
+expect 1 "compose into the identity: neither is needed" -- "$bin" lint "$u/02_permutes_undo.hlo"
+expect 1 "proved [all-gather-then-own-slice]" -- "$bin" lint "$u/03_ag_own_slice.hlo"
+expect 1 "proved [all-gather-then-own-slice]" -- "$bin" lint "$u/04_ag_own_slice_groups.hlo"
+expect 1 "proved [all-reduce-then-slice]" -- "$bin" lint "$u/05_ar_slice.hlo"
+expect 1 "proved [all-reduce-then-slice]" -- "$bin" lint "$u/06_ar_slice_strided_groups.hlo"
+expect 1 "compose into one permute" -- "$bin" lint "$u/07_permutes_drop_a_device.hlo"
+expect 2 "--user-shardings needs --global" -- "$bin" lint "$u/03_ag_own_slice.hlo" --user-shardings
+sed 's|use_global_device_ids=true$|use_global_device_ids=true, metadata={op_name="jit(f)/sharding_constraint"}|' "$u/03_ag_own_slice.hlo" > "$tmp/constrained.hlo"
+expect 0 "would change all-gather.1, whose sharding is fixed" -- "$bin" lint "$tmp/constrained.hlo"
+for f in "$u"/near_miss/*.hlo; do
+  expect 0 "0 proved finding(s), 0 unproven" -- "$bin" lint "$f"
+done
 expect 2 "--mesh" -- "$bin" lint "$tmp/bare.hlo" --mesh data=3
 if [ -d "$shared/cases/seed-scatter" ]; then
   expect 0 "intra-op plus 4 pipeline stages over pipeline (data parallel over data, tensor/model parallel over model)" -- "$bin" explain "$shared/cases/seed-scatter/gspmd.hlo" --mesh data=2,pipeline=4,model=8 --global "$shared/cases/seed-scatter/pre.hlo"
@@ -159,6 +174,7 @@ if [ -d "$shared/cases/seed-scatter" ]; then
   expect 1 "the global program gives param[0,0,0,8,0]" -- "$bin" prove chain "$tmp/permute.hlo" --global "$shared/cases/seed-scatter/pre.hlo"
   expect 1 "1 refuted" -- "$bin" prove instructions "$tmp/permute.hlo" --global "$shared/cases/seed-scatter/pre.hlo"
   expect 1 "P(None, 'data', 'model', None)" -- "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo" --mesh data=2,pipeline=4,model=8
+  expect 0 "0 proved finding(s)" -- "$bin" lint "$shared/cases/seed-scatter/gspmd.hlo" --global "$shared/cases/seed-scatter/pre.hlo" --user-shardings
   expect 0 "max bytes received per device: 480" -- "$bin" check "$shared/cases/seed-scatter/pre.hlo" --stats
   expect 0 "verdict: holds" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/gspmd.hlo"
   expect 1 "wrong on 48 of 64 devices" -- "$bin" equiv "$shared/cases/seed-scatter/pre.hlo" "$shared/cases/seed-scatter/simplified.hlo"

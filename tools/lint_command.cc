@@ -21,6 +21,7 @@ namespace {
 constexpr char kLintHelp[] = R"(usage: spmdcheck lint FILE [--num-partitions N] [--global PRE.hlo]
                       [--topology SPEC] [--format text|json|sarif] [--timeout-ms MS]
                       [--mesh NAME=N,...] [--holdings] [--no-infer]
+                      [--user-shardings]
 
 Reads a partitioned module (an XLA dump after SPMD partitioning, or `spmdcheck partition`
 output), splits it into chains of data movement and collectives between values with known
@@ -43,16 +44,20 @@ values. Chains that do not implement their own sharding annotations are reported
   --holdings           print what each unannotated value holds (the inferred shardings, each
                        proved) and how the annotations compare, instead of the findings
   --no-infer           read only the module's own annotations (no inference)
+  --user-shardings     the --global program is the user's, before propagation: each value it
+                       annotates keeps its sharding (as parameters, the result and custom-call
+                       Sharding constraints always do); a proposal that changes one is no finding
 Exit codes: 0 no proved finding, 1 a proved finding or an incorrect chain, 2 bad input.
 )";
 
 }  // namespace
 
 int RunLint(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(argv,
-                                          {"--num-partitions", "--global", "--topology", "--format",
-                                           "--timeout-ms", "--html", "--mesh"},
-                                          {"--help", "--holdings", "--no-infer"});
+  absl::StatusOr<Args> args =
+      Args::Parse(argv,
+                  {"--num-partitions", "--global", "--topology", "--format", "--timeout-ms",
+                   "--html", "--mesh"},
+                  {"--help", "--holdings", "--no-infer", "--user-shardings"});
   if (!args.ok()) return BadInput(err, "lint", args.status().message());
   if (args->Has("--help")) {
     out << kLintHelp;
@@ -100,6 +105,10 @@ int RunLint(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     options.topology = *std::move(topology);
   }
   options.infer = !args->Has("--no-infer");
+  options.global_shardings_are_constraints = args->Has("--user-shardings");
+  if (options.global_shardings_are_constraints && options.global == nullptr) {
+    return BadInput(err, "lint", "--user-shardings needs --global PRE.hlo");
+  }
   if (std::optional<std::string> mesh_text = args->Get("--mesh")) {
     absl::StatusOr<Mesh> mesh = lint::ParseMeshFlag(*mesh_text);
     if (!mesh.ok()) return BadInput(err, "lint", absl::StrCat("--mesh: ", mesh.status().message()));

@@ -121,6 +121,12 @@ int RunReduceFinding(const std::string& dir, const Args& args, std::ostream& out
     cheaper = *std::move(made_other);
     predicate.cheaper = cheaper.front().get();
   }
+  if (predicate.wasteful == fuzz::WastefulKind::kLint) {
+    // The reduced case must keep what the lint proposes on the finding's module.
+    const std::vector<fuzz::CostFinding> found = fuzz::WastefulFindings(
+        partitioner, record.signature, check, predicate.cost_check, **module);
+    if (!found.empty()) predicate.proposal = found.front().proposal;
+  }
   const fuzz::InterestingnessFn interesting =
       fuzz::FindingPredicate(partitioner, record.signature, check, predicate);
   absl::StatusOr<bool> still = interesting(**module);
