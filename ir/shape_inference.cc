@@ -18,6 +18,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "ir/collective_group_mode.h"
 
 namespace spmdcheck {
 namespace {
@@ -217,35 +218,11 @@ OperandCountRange ExpectedOperandCount(HloOpcode opcode) {
   }
 }
 
-// How the ids in a collective's replica_groups are interpreted (spec §3.2).
-enum class GroupMode { kCrossReplica, kCrossPartition, kCrossReplicaAndPartition, kFlattenedId };
+// How the ids in a collective's replica_groups are interpreted: ir/collective_group_mode.h.
+using GroupMode = CollectiveGroupMode;
 
-bool HasGlobalDeviceIdsFlag(HloOpcode opcode) {
-  switch (opcode) {
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllReduceStart:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kAllGather:
-    case HloOpcode::kAllGatherStart:
-      return true;
-    default:
-      return false;
-  }
-}
-
-// nullopt when the combination is illegal (use_global_device_ids without channel_id).
 std::optional<GroupMode> GroupModeOf(const HloInstruction& instruction) {
-  const HloAttributes& attrs = instruction.attrs();
-  const bool has_channel = attrs.channel_id.has_value();
-  if (!HasGlobalDeviceIdsFlag(instruction.opcode())) {
-    return has_channel ? GroupMode::kCrossPartition : GroupMode::kCrossReplica;
-  }
-  const bool global_ids = attrs.use_global_device_ids.value_or(false);
-  if (!has_channel) {
-    if (global_ids) return std::nullopt;
-    return GroupMode::kCrossReplica;
-  }
-  return global_ids ? GroupMode::kFlattenedId : GroupMode::kCrossReplicaAndPartition;
+  return CollectiveGroupModeOf(instruction);
 }
 
 class Inferrer {

@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "ir/collective_group_mode.h"
 #include "ir/shape_inference.h"
 
 namespace spmdcheck {
@@ -24,35 +25,7 @@ namespace {
 
 std::string Str(const Shape& shape) { return shape.ToString(/*print_layout=*/false); }
 
-enum class GroupMode { kCrossReplica, kCrossPartition, kCrossReplicaAndPartition, kFlattenedId };
-
-absl::string_view GroupModeName(GroupMode mode) {
-  switch (mode) {
-    case GroupMode::kCrossReplica:
-      return "cross-replica";
-    case GroupMode::kCrossPartition:
-      return "cross-partition";
-    case GroupMode::kCrossReplicaAndPartition:
-      return "cross-replica-and-partition";
-    case GroupMode::kFlattenedId:
-      return "flattened-id";
-  }
-  return "";
-}
-
-// Collectives whose group mode depends on use_global_device_ids (spec §3.2).
-bool HasGlobalDeviceIdsFlag(HloOpcode opcode) {
-  switch (opcode) {
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllReduceStart:
-    case HloOpcode::kReduceScatter:
-    case HloOpcode::kAllGather:
-    case HloOpcode::kAllGatherStart:
-      return true;
-    default:
-      return false;
-  }
-}
+using GroupMode = CollectiveGroupMode;
 
 // Collectives whose replica_groups XLA's CheckReplicaGroups validates.
 bool HasCheckedReplicaGroups(HloOpcode opcode) {
@@ -533,16 +506,7 @@ class ModuleVerifier {
   // ---- Collectives ---------------------------------------------------------------------------
 
   std::optional<GroupMode> GroupModeOf(const HloInstruction& instr) const {
-    const bool has_channel = instr.attrs().channel_id.has_value();
-    if (!HasGlobalDeviceIdsFlag(instr.opcode())) {
-      return has_channel ? GroupMode::kCrossPartition : GroupMode::kCrossReplica;
-    }
-    const bool global_ids = instr.attrs().use_global_device_ids.value_or(false);
-    if (!has_channel) {
-      if (global_ids) return std::nullopt;
-      return GroupMode::kCrossReplica;
-    }
-    return global_ids ? GroupMode::kFlattenedId : GroupMode::kCrossReplicaAndPartition;
+    return CollectiveGroupModeOf(instr);
   }
 
   // XLA's GetSubgroupSize; nullopt when unknown.
@@ -623,7 +587,7 @@ class ModuleVerifier {
       absl::Status status = ValidateReplicaGroups(groups, ExpectedParticipants(*mode), uniform);
       if (!status.ok()) {
         Report(instr, absl::StrCat("invalid replica_groups ", groups.ToString(), " in ",
-                                   GroupModeName(*mode), " mode: ", status.message()));
+                                   CollectiveGroupModeName(*mode), " mode: ", status.message()));
         return;
       }
       if (!uniform && *mode == GroupMode::kFlattenedId)

@@ -27,7 +27,7 @@ absl::string_view IdKind(GroupMode mode) {
       return "replica id";
     case GroupMode::kCrossPartition:
       return "partition id";
-    case GroupMode::kFlattenedID:
+    case GroupMode::kFlattenedId:
       return "flattened id";
   }
   return "id";
@@ -35,51 +35,17 @@ absl::string_view IdKind(GroupMode mode) {
 
 }  // namespace
 
-absl::string_view GroupModeName(GroupMode mode) {
-  switch (mode) {
-    case GroupMode::kCrossReplica:
-      return "cross-replica";
-    case GroupMode::kCrossPartition:
-      return "cross-partition";
-    case GroupMode::kCrossReplicaAndPartition:
-      return "cross-replica-and-partition";
-    case GroupMode::kFlattenedID:
-      return "flattened-id";
-  }
-  return "";
-}
-
-bool HasGlobalDeviceIdsFlag(HloOpcode opcode) {
-  switch (opcode) {
-    case HloOpcode::kAllReduce:
-    case HloOpcode::kAllReduceStart:
-    case HloOpcode::kAllGather:
-    case HloOpcode::kAllGatherStart:
-    case HloOpcode::kReduceScatter:
-      return true;
-    default:
-      return false;
-  }
-}
-
 absl::StatusOr<GroupMode> GroupModeOf(const HloInstruction& instruction) {
-  const HloAttributes& attrs = instruction.attrs();
-  const bool has_channel = attrs.channel_id.has_value();
-  const bool global_ids = attrs.use_global_device_ids.value_or(false);
-  if (!HasGlobalDeviceIdsFlag(instruction.opcode())) {
-    if (global_ids) {
-      return InstructionError(instruction, absl::StrCat(HloOpcodeString(instruction.opcode()),
-                                                        " has no use_global_device_ids attribute"));
-    }
-    return has_channel ? GroupMode::kCrossPartition : GroupMode::kCrossReplica;
+  if (!HasGlobalDeviceIdsFlag(instruction.opcode()) &&
+      instruction.attrs().use_global_device_ids.value_or(false)) {
+    return InstructionError(instruction, absl::StrCat(HloOpcodeString(instruction.opcode()),
+                                                      " has no use_global_device_ids attribute"));
   }
-  if (!has_channel) {
-    if (global_ids) {
-      return InstructionError(instruction, "use_global_device_ids=true requires a channel_id");
-    }
-    return GroupMode::kCrossReplica;
+  std::optional<GroupMode> mode = CollectiveGroupModeOf(instruction);
+  if (!mode.has_value()) {
+    return InstructionError(instruction, "use_global_device_ids=true requires a channel_id");
   }
-  return global_ids ? GroupMode::kFlattenedID : GroupMode::kCrossReplicaAndPartition;
+  return *mode;
 }
 
 absl::StatusOr<std::vector<std::vector<int64_t>>> CollectiveGroups(
@@ -120,7 +86,7 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CollectiveGroups(
     case GroupMode::kCrossPartition:
       id_limit = P;
       break;
-    case GroupMode::kFlattenedID:
+    case GroupMode::kFlattenedId:
       id_limit = R * P;
       break;
   }
@@ -128,7 +94,7 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CollectiveGroups(
   // The groups as written, in ids of the mode.
   std::vector<std::vector<int64_t>> id_groups;
   if (written.empty()) {
-    if (mode == GroupMode::kFlattenedID) {
+    if (mode == GroupMode::kFlattenedId) {
       return InstructionError(instruction,
                               "empty replica_groups are not allowed in flattened-id mode "
                               "(channel_id with use_global_device_ids=true)");
@@ -158,10 +124,10 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CollectiveGroups(
         const int64_t id = iota ? iota->ValueAtLinear(g * size + i) : explicit_groups[g][i];
         if (id < 0 || id >= id_limit) {
           return InstructionError(
-              instruction,
-              absl::StrCat(IdKind(mode), " ", id, " in replica_groups ", written.ToString(),
-                           " is out of range [0, ", id_limit, ") in ", GroupModeName(mode),
-                           " mode (replica_count=", R, ", num_partitions=", P, ")"));
+              instruction, absl::StrCat(IdKind(mode), " ", id, " in replica_groups ",
+                                        written.ToString(), " is out of range [0, ", id_limit,
+                                        ") in ", CollectiveGroupModeName(mode),
+                                        " mode (replica_count=", R, ", num_partitions=", P, ")"));
         }
         if (seen[id]) {
           return InstructionError(
@@ -178,7 +144,7 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CollectiveGroups(
       if (!seen[id]) {
         return InstructionError(
             instruction, absl::StrCat(IdKind(mode), " ", id, " is in no group of replica_groups ",
-                                      written.ToString(), " (", GroupModeName(mode),
+                                      written.ToString(), " (", CollectiveGroupModeName(mode),
                                       " mode, replica_count=", R, ", num_partitions=", P, ")"));
       }
     }
@@ -216,7 +182,7 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> CollectiveGroups(
         out.push_back(std::move(members));
       }
       break;
-    case GroupMode::kFlattenedID:
+    case GroupMode::kFlattenedId:
       out = std::move(id_groups);
       break;
   }

@@ -9,25 +9,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "ir/collective_group_mode.h"
 #include "ir/hlo_module.h"
 
 namespace spmdcheck::oracle {
 
-// How the ids in replica_groups are read (xla/hlo/ir/collective_op_group_mode.h).
-enum class GroupMode {
-  kCrossReplica,              // no channel_id: replica ids, one instance per partition
-  kCrossPartition,            // channel_id on an op without use_global_device_ids: partition ids
-  kCrossReplicaAndPartition,  // channel_id, use_global_device_ids=false: replica ids x all
-                              // partitions
-  kFlattenedID,               // channel_id, use_global_device_ids=true: flattened ids
-};
-
-absl::string_view GroupModeName(GroupMode mode);
-
-// True for the ops that carry a use_global_device_ids flag (all-reduce(-start), all-gather(-start),
-// reduce-scatter); the others (all-to-all, collective-permute(-start), collective-broadcast) are
-// cross-partition whenever they have a channel_id.
-bool HasGlobalDeviceIdsFlag(HloOpcode opcode);
+// How the ids in replica_groups are read: ir/collective_group_mode.h.
+using GroupMode = CollectiveGroupMode;
 
 // The group mode of a collective. InvalidArgument (naming the instruction) for
 // use_global_device_ids=true without a channel_id, or the flag on an op that has none.

@@ -151,7 +151,7 @@ absl::StatusOr<DeviceGroups> ResolveGroups(const HloInstruction& h, int64_t p) {
     return list.empty() || (list.num_groups() == 1 && list.group(0) == std::vector<int64_t>{0});
   };
   if (channel && (!has_flag || global)) {
-    // Partition ids (kCrossPartition, or kFlattenedID with one replica).
+    // Partition ids (kCrossPartition, or kFlattenedId with one replica).
     if (list.empty()) {
       if (has_flag) return Unsupported(h, "use_global_device_ids with empty replica_groups");
       return IotaGroups(1, p);

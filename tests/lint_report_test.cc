@@ -182,7 +182,7 @@ TEST(LintReportTest, JsonHasTheDocumentedKeysAndValues) {
   const LintReport report = MakeReport();
   const std::string path = WriteTempFile("report.json", FormatJson(report));
   EXPECT_EQ(PythonEval(path, "','.join(d)"),
-            "path,num_partitions,chains,findings,notes,inference,summary");
+            "schema,path,num_partitions,chains,findings,notes,inference,summary");
   EXPECT_EQ(PythonEval(path, "','.join(d['findings'][0])"),
             "status,rule,message,instructions,location,global_meaning,current,proposed,"
             "current_topology,proposed_topology,proposed_hlo,proof,catalog_rule,cause");
@@ -251,6 +251,7 @@ TEST(LintReportTest, EmptyReportJson) {
   const std::string json = FormatJson(report);
   EXPECT_EQ(json,
             "{\n"
+            "  \"schema\": \"spmdcheck-lint/1\",\n"
             "  \"path\": \"empty.hlo\",\n"
             "  \"num_partitions\": 4,\n"
             "  \"chains\": 0,\n"

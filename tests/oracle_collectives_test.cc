@@ -278,7 +278,7 @@ TEST(GroupModeTest, ModesFromChannelAndFlag) {
   auto mode = [&](absl::string_view name) { return *GroupModeOf(Find(*module, name)); };
   EXPECT_EQ(mode("ar0"), GroupMode::kCrossReplica);
   EXPECT_EQ(mode("ar1"), GroupMode::kCrossReplicaAndPartition);
-  EXPECT_EQ(mode("ar2"), GroupMode::kFlattenedID);
+  EXPECT_EQ(mode("ar2"), GroupMode::kFlattenedId);
   EXPECT_EQ(mode("a2a0"), GroupMode::kCrossReplica);
   EXPECT_EQ(mode("a2a1"), GroupMode::kCrossPartition);
   EXPECT_EQ(mode("cp"), GroupMode::kCrossPartition);
