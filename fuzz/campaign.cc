@@ -23,13 +23,11 @@
 #include "ir/hlo_printer.h"
 #include "oracle/inputs.h"
 #include "partitioner/cost_model.h"
-#include "partitioner/injected_bugs.h"
 #include "target/check_pipeline.h"
 #include "target/partitioner_under_test.h"
 #include "target/pass_bisection.h"
 #include "target/repro_script.h"
 #include "target/signature.h"
-#include "target/xla_partitioner.h"
 
 namespace spmdcheck::fuzz {
 
@@ -71,6 +69,22 @@ constexpr double kCaseOracleSeconds = 10;
 
 // One case's outcome under one partitioner, kept until every partitioner has run (for the
 // wasteful comparison between them).
+// Reads an sdy-level program through the first partitioner that reads StableHLO (XLA's worker,
+// jaxlib); null when none does (`error`: the last reason other than "unimplemented").
+std::unique_ptr<HloModule> ImportSdyProgram(
+    const std::vector<std::unique_ptr<PartitionerUnderTest>>& partitioners, const std::string& text,
+    uint64_t case_seed, std::string& error) {
+  for (const auto& partitioner : partitioners) {
+    absl::StatusOr<std::unique_ptr<HloModule>> module = partitioner->ImportJaxProgram(
+        text, absl::StrCat("<sdy program, case seed ", case_seed, ">"));
+    if (module.ok()) return *std::move(module);
+    if (!absl::IsUnimplemented(module.status())) {
+      error = FirstLineOf(std::string(module.status().message()));
+    }
+  }
+  return nullptr;
+}
+
 struct Correct {
   PartitionerUnderTest* partitioner = nullptr;
   int64_t max_recv_bytes = 0;
@@ -243,7 +257,7 @@ nlohmann::json CampaignReport::ToJson(const CampaignOptions& options) const {
           {"partitioners", options.partitioners},
           {"max_devices", options.max_devices},
           {"jobs", options.jobs},
-          {"inject_bug", options.inject_bug},
+          {"inject_bug", target::InjectedBugOf(options.partitioners)},
           {"cases", progress.cases},
           {"elapsed_seconds", progress.elapsed},
           {"cases_per_second",
@@ -281,18 +295,21 @@ class Campaign {
     gen_.max_devices = options.max_devices;
     // Validated by RunCampaign.
     SetPatternWeights(options.pattern_weights, &gen_).IgnoreError();
-    if (target::AnySpec(options.partitioners, target::IsXlaSpec)) gen_.min_devices = 2;
-    gen_.one_mesh_percent =
-        options.one_mesh_percent >= 0 ? options.one_mesh_percent
-        : target::AnySpec(options.partitioners,
-                          [](absl::string_view spec) { return spec == "shardy"; })
-            ? 50
-            : 0;
+    absl::StatusOr<std::vector<std::string>> specs =
+        target::SplitPartitionerSpecs(options.partitioners);
+    for (const std::string& spec : specs.ok() ? *specs : std::vector<std::string>{}) {
+      absl::StatusOr<target::PartitionerCapabilities> can = target::CapabilitiesOfSpec(spec);
+      if (can.ok()) gen_.min_devices = std::max(gen_.min_devices, can->min_devices);
+    }
+    gen_.one_mesh_percent = options.one_mesh_percent >= 0 ? options.one_mesh_percent
+                            : target::AnySpecCan(options.partitioners,
+                                                 &target::PartitionerCapabilities::prefers_one_mesh)
+                                ? 50
+                                : 0;
     target_options_ = options.target;
-    target_options_.inject_bug = options.inject_bug;
     sdy_percent_ = options.sdy_percent >= 0 ? options.sdy_percent
-                   : target::AnySpec(options.partitioners,
-                                     [](absl::string_view spec) { return spec == "shardy"; })
+                   : target::AnySpecCan(options.partitioners,
+                                        &target::PartitionerCapabilities::compiles_sdy_programs)
                        ? 50
                        : 0;
   }
@@ -326,23 +343,23 @@ class Campaign {
     return absl::StrCat(
         "spmdcheck fuzz --seed ", options_.seed, " --max-devices ", options_.max_devices,
         " --partitioner ", options_.partitioners,
-        options_.inject_bug.empty() ? "" : " --inject-bug " + options_.inject_bug,
         options_.pattern_weights.empty() ? "" : " --pattern-weights " + options_.pattern_weights,
         options_.one_mesh_percent >= 0
             ? absl::StrCat(" --one-mesh-percent ", options_.one_mesh_percent)
             : "");
   }
-  std::string ReproduceFlags(const std::string& spec) const {
-    std::string flags = spec == "reference" ? "" : absl::StrCat(" --partitioner ", spec);
-    if (!options_.inject_bug.empty())
-      absl::StrAppend(&flags, " --inject-bug ", options_.inject_bug);
-    absl::StrAppend(&flags, options_.reproduce_flags);
-    return flags;
+  std::string ReproduceFlags(const PartitionerUnderTest& partitioner) const {
+    return absl::StrCat(target::ReproducePartitionerFlags(partitioner.full_spec()),
+                        options_.reproduce_flags);
   }
 
   // Records a failing case; returns the slot of a new signature to reduce and write, or -1.
   int64_t RecordFailure(const std::string& spec, const FailureSignature& signature,
                         const std::string& message, int64_t index, uint64_t case_seed);
+  // Wasteful: among the partitionings of one case that hold, one partitioner's busiest device
+  // receives far more than another's. Returns the seconds spent handing findings over.
+  double CompareCorrect(Job& job, const std::vector<Correct>& correct, const HloModule& module,
+                        int64_t index, uint64_t case_seed);
   // Reduces a new finding within the time budget, writes its folder and fills its slot.
   void HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot, const HloModule& program,
                 const FailureSignature& signature, const CheckOptions& check, WastefulKind wasteful,
@@ -445,7 +462,7 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   write.out_dir = options_.out_dir;
   write.wasteful = wasteful;
   write.bisect_passes = options_.bisect_passes;
-  write.reproduce_flags = ReproduceFlags(spec);
+  write.reproduce_flags = ReproduceFlags(partitioner);
   // The other jaxlibs start a worker each: tried while the budget allows (a tenth of it left).
   if (options_.seconds > 0 && options_.seconds - elapsed() < 0.1 * options_.seconds) {
     write.versions_note =
@@ -483,6 +500,49 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
     f.devices_before = reduced->report.devices_before;
     f.devices_after = reduced->report.devices_after;
   }
+}
+
+double Campaign::CompareCorrect(Job& job, const std::vector<Correct>& correct,
+                                const HloModule& module, int64_t index, uint64_t case_seed) {
+  double handed_over = 0;
+  // Wasteful: one partitioner's busiest device receives far more than another's, both correct.
+  for (const Correct& more : correct) {
+    for (const Correct& less : correct) {
+      if (more.partitioner == less.partitioner || stopping()) continue;
+      if (more.max_recv_bytes < options_.wasteful_min_bytes + less.max_recv_bytes ||
+          static_cast<double>(more.max_recv_bytes) <
+              options_.wasteful_ratio * static_cast<double>(less.max_recv_bytes)) {
+        continue;
+      }
+      FailureSignature signature;
+      signature.text =
+          target::SanitizedName(absl::StrCat(target::SignaturePrefix(more.partitioner->spec()),
+                                             ".wasteful.bytes-vs-", less.partitioner->spec()));
+      signature.claim = false;
+      const std::string message = absl::StrFormat(
+          "%s's busiest device receives %d bytes, %s's %d (%.1fx)", more.partitioner->spec(),
+          more.max_recv_bytes, less.partitioner->spec(), less.max_recv_bytes,
+          less.max_recv_bytes > 0
+              ? static_cast<double>(more.max_recv_bytes) / static_cast<double>(less.max_recv_bytes)
+              : 0.0);
+      int64_t slot = -1;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        slot = RecordFailure(more.partitioner->spec(), signature, message, index, case_seed);
+      }
+      if (slot >= 0) {
+        CheckOptions check;
+        check.trials = 1;
+        check.seed = case_seed;
+        check.oracle_seconds = kCaseOracleSeconds;
+        const Clock::time_point hand_over_start = Clock::now();
+        HandOver(job, *more.partitioner, slot, module, signature, check, WastefulKind::kBytes,
+                 less.partitioner);
+        handed_over += SecondsSince(hand_over_start);
+      }
+    }
+  }
+  return handed_over;
 }
 
 void Campaign::RunJob() {
@@ -524,20 +584,7 @@ void Campaign::RunJob() {
       program = ProgramFromBytes(CaseBytes(case_seed, gen_), gen_);
     }
     std::string import_error;
-    if (sdy_case) {
-      // Read through the first partitioner that reads StableHLO (XLA's worker, jaxlib).
-      for (const auto& partitioner : job.partitioners) {
-        absl::StatusOr<std::unique_ptr<HloModule>> module = partitioner->ImportJaxProgram(
-            sdy.text, absl::StrCat("<sdy program, case seed ", case_seed, ">"));
-        if (module.ok()) {
-          imported = *std::move(module);
-          break;
-        }
-        if (!absl::IsUnimplemented(module.status())) {
-          import_error = FirstLineOf(std::string(module.status().message()));
-        }
-      }
-    }
+    if (sdy_case) imported = ImportSdyProgram(job.partitioners, sdy.text, case_seed, import_error);
     const double generate_seconds = SecondsSince(generate_start);
     {
       std::lock_guard<std::mutex> lock(mu);
@@ -618,7 +665,7 @@ void Campaign::RunJob() {
         ++report_.progress.holds;
         if (outcome->partitioned == nullptr) continue;
         correct.push_back({partitioner.get(), MaxRecvBytes(*outcome->partitioned)});
-        if (!options_.cost_check || spec == "reference") continue;
+        if (!options_.cost_check || partitioner->capabilities().lint_planner) continue;
         lock.unlock();
         // The lint on XLA's correct output: a proved cheaper chain is a wasteful finding.
         const Clock::time_point lint_start = Clock::now();
@@ -658,8 +705,10 @@ void Campaign::RunJob() {
       if (signature.text.empty()) {
         ++tally.unknown;
         ++report_.progress.unsupported;
+        // Prefixed like the partitioner's signatures (ours have none).
+        const std::string prefix = target::SignaturePrefix(spec);
         ++report_.unsupported_reasons[FirstLineOf(
-            spec == "reference" ? outcome->message : absl::StrCat(spec, ": ", outcome->message))];
+            prefix.empty() ? outcome->message : absl::StrCat(spec, ": ", outcome->message))];
         continue;
       }
       if (signature.claim) {
@@ -677,43 +726,7 @@ void Campaign::RunJob() {
         handed_over += SecondsSince(hand_over_start);
       }
     }
-    // Wasteful: one partitioner's busiest device receives far more than another's, both correct.
-    for (const Correct& more : correct) {
-      for (const Correct& less : correct) {
-        if (more.partitioner == less.partitioner || stopping()) continue;
-        if (more.max_recv_bytes < options_.wasteful_min_bytes + less.max_recv_bytes ||
-            static_cast<double>(more.max_recv_bytes) <
-                options_.wasteful_ratio * static_cast<double>(less.max_recv_bytes)) {
-          continue;
-        }
-        FailureSignature signature;
-        signature.text =
-            target::SanitizedName(absl::StrCat(target::SignaturePrefix(more.partitioner->spec()),
-                                               ".wasteful.bytes-vs-", less.partitioner->spec()));
-        signature.claim = false;
-        const std::string message = absl::StrFormat(
-            "%s's busiest device receives %d bytes, %s's %d (%.1fx)", more.partitioner->spec(),
-            more.max_recv_bytes, less.partitioner->spec(), less.max_recv_bytes,
-            less.max_recv_bytes > 0 ? static_cast<double>(more.max_recv_bytes) /
-                                          static_cast<double>(less.max_recv_bytes)
-                                    : 0.0);
-        int64_t slot = -1;
-        {
-          std::lock_guard<std::mutex> lock(mu);
-          slot = RecordFailure(more.partitioner->spec(), signature, message, index, case_seed);
-        }
-        if (slot >= 0) {
-          CheckOptions check;
-          check.trials = 1;
-          check.seed = case_seed;
-          check.oracle_seconds = kCaseOracleSeconds;
-          const Clock::time_point hand_over_start = Clock::now();
-          HandOver(job, *more.partitioner, slot, module, signature, check, WastefulKind::kBytes,
-                   less.partitioner);
-          handed_over += SecondsSince(hand_over_start);
-        }
-      }
-    }
+    handed_over += CompareCorrect(job, correct, module, index, case_seed);
     const double case_seconds = std::max(0.0, SecondsSince(generate_start) - handed_over);
     if (++cases_done > 1) {
       case_estimate = cases_done == 2 ? case_seconds : 0.7 * case_estimate + 0.3 * case_seconds;
@@ -727,10 +740,6 @@ void Campaign::RunJob() {
 
 absl::StatusOr<CampaignReport> RunCampaign(
     const CampaignOptions& options, const std::function<void(const CampaignProgress&)>& progress) {
-  if (!options.inject_bug.empty() && !partitioner::IsInjectedBug(options.inject_bug)) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown injected bug '", options.inject_bug,
-                                                   "' (spmdcheck fuzz --list-bugs)"));
-  }
   if (options.shard_count < 1 || options.shard_index < 0 ||
       options.shard_index >= options.shard_count || options.first_case < 0) {
     return absl::InvalidArgumentError("--shard I/N needs 0 <= I < N, --first-case >= 0");
@@ -757,10 +766,8 @@ absl::StatusOr<CampaignReport> RunCampaign(
   }
   {
     // Every spec must make a partitioner before any job starts.
-    target::TargetOptions target_options = options.target;
-    target_options.inject_bug = options.inject_bug;
     absl::StatusOr<std::vector<std::unique_ptr<PartitionerUnderTest>>> probe =
-        target::MakePartitioners(options.partitioners, target_options);
+        target::MakePartitioners(options.partitioners, options.target);
     if (!probe.ok()) return probe.status();
   }
   Campaign campaign(options, std::move(known));

@@ -49,18 +49,19 @@ struct CampaignOptions {
   int64_t shard_count = 1;
   uint64_t seed = 1;
   int64_t max_devices = 8;
-  std::string inject_bug;  // Empty: none (the reference partitioner's injected bug).
-  // The partitioners under test (`reference`, `xla`, `shardy`, `cmd:...`, comma-separated):
-  // every case goes through each. Each job makes its own (one XLA worker per job).
-  std::string partitioners = "reference";
+  // The partitioners under test (`reference`, `xla`, `shardy`, `cmd:...`, comma-separated; an
+  // injected bug as `reference+bug=NAME`): every case goes through each. Each job makes its own
+  // (one XLA worker per job).
+  std::string partitioners = target::kDefaultPartitionerSpec;
   // Generator pattern weights, `name=w,...` (fuzz/program_gen.h SetPatternWeights); empty: the
   // defaults.
   std::string pattern_weights;
-  // Share of one-mesh programs (ProgramGenOptions::one_mesh_percent); -1: 50 when a Shardy
-  // partitioner is under test (only one-mesh programs import into Shardy), else 0.
+  // Share of one-mesh programs (ProgramGenOptions::one_mesh_percent); -1: 50 when a partitioner
+  // under test prefers them (Shardy: only one-mesh programs import into it), else 0.
   int one_mesh_percent = -1;
   // Share of cases that are sdy-level programs (fuzz/sdy_program_gen.h), run by the Shardy
-  // partitioner only (compiled as jax.jit compiles them); -1: 50 when shardy is under test.
+  // partitioners that compile them (Shardy, as jax.jit compiles them); -1: 50 when one is
+  // under test.
   int sdy_percent = -1;
   target::TargetOptions target;
   std::string reproduce_flags;  // Flags for `reproduce:` lines (--xla-venv, --timeout).
@@ -81,7 +82,7 @@ struct CampaignOptions {
   double wasteful_ratio = 2.0;
   int64_t wasteful_min_bytes = 64;
   // `<partitioner>.wasteful.<pattern>`: the lint proves a cheaper chain in a correct
-  // partitioning (not for ours: its output is the lint's own reference). Null: not checked.
+  // partitioning (not for partitioners that plan with the lint's own planner). Null: not checked.
   CostCheck cost_check;
   // Where the machine-readable summary goes (default: out_dir/summary.json).
   std::string summary_path;

@@ -15,7 +15,6 @@
 #include "target/pass_bisection.h"
 #include "target/repro_script.h"
 #include "target/signature.h"
-#include "target/xla_partitioner.h"
 
 namespace spmdcheck::fuzz {
 namespace {
@@ -161,8 +160,9 @@ absl::StatusOr<std::string> WriteFinding(target::PartitionerUnderTest& partition
     trial = FailingTrial(*final_outcome);
     if (options.bisect_passes && final_outcome->finding == target::Finding::kConfirmedByXla &&
         final_outcome->oracle_ran && final_outcome->report.verdict == Verdict::kHolds) {
-      if (auto* xla = dynamic_cast<target::XlaPartitioner*>(&partitioner)) {
-        absl::StatusOr<target::PassBisection> bisection = target::BisectPasses(repro, *xla, check);
+      if (partitioner.pass_dumping() != nullptr) {
+        absl::StatusOr<target::PassBisection> bisection =
+            target::BisectPasses(repro, partitioner, check);
         record.broken_by = bisection.ok() ? bisection->Summary()
                                           : absl::StrCat("unknown: ", bisection.status().message());
       }

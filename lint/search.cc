@@ -15,8 +15,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "lint/chains.h"
-#include "partitioner/partitioner.h"
-#include "partitioner/reshard.h"
 #include "partitioner/sharding_util.h"
 
 namespace spmdcheck::lint {
@@ -280,14 +278,16 @@ absl::StatusOr<std::unique_ptr<HloModule>> PlannedModule(const GlobalChain& chai
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HloModule>> PartitionGlobalChain(
-    const GlobalChain& chain, const std::vector<HloSharding>& shardings, int64_t num_partitions) {
+    const GlobalChain& chain, const std::vector<HloSharding>& shardings, int64_t num_partitions,
+    const partitioner::Planner& planner) {
   std::vector<HloSharding> computed = shardings;
-  return PartitionPlannedChain(chain, computed, shardings, num_partitions);
+  return PartitionPlannedChain(chain, computed, shardings, num_partitions, planner);
 }
 
 absl::StatusOr<std::unique_ptr<HloModule>> PartitionPlannedChain(
     const GlobalChain& chain, const std::vector<HloSharding>& computed,
-    const std::vector<HloSharding>& held, int64_t num_partitions) {
+    const std::vector<HloSharding>& held, int64_t num_partitions,
+    const partitioner::Planner& planner) {
   const size_t k = chain.values.size();
   std::vector<bool> resharded(k, false);
   for (size_t i = 0; i < k; ++i) {
@@ -310,20 +310,13 @@ absl::StatusOr<std::unique_ptr<HloModule>> PartitionPlannedChain(
           ->set_sharding(computed[i]);
     }
   }
-  partitioner::PartitionOptions options;
-  options.num_partitions = num_partitions;
-  absl::StatusOr<partitioner::PartitionResult> result =
-      partitioner::PartitionModule(**global, options);
-  if (!result.ok()) return result.status();
-  return std::move(result->module);
+  return planner.Partition(**global, num_partitions);
 }
 
-absl::StatusOr<SearchResult> SearchShardings(const GlobalChain& chain,
-                                             const HloSharding& input_sharding,
-                                             const HloSharding& end_sharding,
-                                             const std::vector<int64_t>& mesh,
-                                             int64_t num_partitions,
-                                             const partitioner::DomainWeights* weights) {
+absl::StatusOr<SearchResult> SearchShardings(
+    const GlobalChain& chain, const HloSharding& input_sharding, const HloSharding& end_sharding,
+    const std::vector<int64_t>& mesh, int64_t num_partitions,
+    const partitioner::DomainWeights* weights, const partitioner::Planner& planner) {
   const size_t k = chain.values.size();
   if (k < 2) return absl::InvalidArgumentError("the chain has no global op");
   absl::StatusOr<std::unique_ptr<HloModule>> global = ChainSegment(chain, 0, k - 1, num_partitions);
@@ -361,14 +354,10 @@ absl::StatusOr<SearchResult> SearchShardings(const GlobalChain& chain,
                            const HloSharding& to) -> std::optional<int64_t> {
     ++result.transitions_priced;
     if (SameLayout(from, to, chain.values[i].shape.rank(), num_partitions)) return 0;
-    absl::StatusOr<partitioner::ReshardPlan> plan =
-        partitioner::PlanReshard(chain.values[i].shape, from, to, num_partitions);
-    if (!plan.ok()) return std::nullopt;
-    if (weights == nullptr) return plan->cost.Score();
-    absl::StatusOr<std::unique_ptr<HloModule>> module =
-        partitioner::BuildReshardModule(chain.values[i].shape, from, *plan, num_partitions);
-    if (!module.ok()) return plan->cost.Score();
-    return partitioner::CostOfModule(**module, num_partitions, weights).total.Score();
+    absl::StatusOr<int64_t> score =
+        planner.ReshardScore(chain.values[i].shape, from, to, num_partitions, weights);
+    if (!score.ok()) return std::nullopt;
+    return *score;
   };
   constexpr int64_t kInfinity = std::numeric_limits<int64_t>::max() / 4;
   // Ties on cost go to the assignment that keeps less data per device (summed over values).
@@ -453,7 +442,7 @@ absl::StatusOr<SearchResult> SearchShardings(const GlobalChain& chain,
   }
   if (!result.cause.has_value()) result.cause = first_difference;
   absl::StatusOr<std::unique_ptr<HloModule>> partitioned =
-      PartitionPlannedChain(chain, computed, result.shardings, num_partitions);
+      PartitionPlannedChain(chain, computed, result.shardings, num_partitions, planner);
   if (!partitioned.ok()) return partitioned.status();
   result.partitioned = *std::move(partitioned);
   result.cost = partitioner::CostOfModule(*result.partitioned, num_partitions).total;

@@ -1,6 +1,7 @@
 // The intermediate-sharding search: the global meaning of a chain as a small global module, the
 // candidate shardings of each of its values, and a dynamic program over them (each transition
-// priced by partitioning one global op with the reference partitioner and the cost model).
+// priced by partitioning one global op with a planner, partitioner/planner.h: the reference
+// partitioner's unless another is given, and the cost model).
 #ifndef SPMDCHECK_LINT_SEARCH_H_
 #define SPMDCHECK_LINT_SEARCH_H_
 
@@ -14,6 +15,7 @@
 #include "ir/hlo_module.h"
 #include "ir/sharding.h"
 #include "partitioner/cost_model.h"
+#include "partitioner/planner.h"
 
 namespace spmdcheck::lint {
 
@@ -66,13 +68,12 @@ struct SearchResult {
 // each value marked `fixed` held at its current sharding),
 // under `weights` (may be null): a dynamic program over candidate shardings per value in which
 // every global op runs locally on its operand's sharding and any value may then be resharded
-// (priced by the resharding planner).
-absl::StatusOr<SearchResult> SearchShardings(const GlobalChain& chain,
-                                             const HloSharding& input_sharding,
-                                             const HloSharding& end_sharding,
-                                             const std::vector<int64_t>& mesh,
-                                             int64_t num_partitions,
-                                             const partitioner::DomainWeights* weights);
+// (priced by the planner).
+absl::StatusOr<SearchResult> SearchShardings(
+    const GlobalChain& chain, const HloSharding& input_sharding, const HloSharding& end_sharding,
+    const std::vector<int64_t>& mesh, int64_t num_partitions,
+    const partitioner::DomainWeights* weights,
+    const partitioner::Planner& planner = partitioner::ReferencePlanner());
 
 // The sharding of `op`'s result (a copy, slice, reshape, transpose or broadcast) computed
 // locally from its operand under `operand`, or nullopt when it cannot be.
@@ -83,11 +84,13 @@ std::optional<HloSharding> LocalResultSharding(const HloInstruction& op, const H
 // (by an explicit copy) to held[i] where they differ.
 absl::StatusOr<std::unique_ptr<HloModule>> PartitionPlannedChain(
     const GlobalChain& chain, const std::vector<HloSharding>& computed,
-    const std::vector<HloSharding>& held, int64_t num_partitions);
+    const std::vector<HloSharding>& held, int64_t num_partitions,
+    const partitioner::Planner& planner = partitioner::ReferencePlanner());
 
 // Partitions the chain's global module with the given shardings.
 absl::StatusOr<std::unique_ptr<HloModule>> PartitionGlobalChain(
-    const GlobalChain& chain, const std::vector<HloSharding>& shardings, int64_t num_partitions);
+    const GlobalChain& chain, const std::vector<HloSharding>& shardings, int64_t num_partitions,
+    const partitioner::Planner& planner = partitioner::ReferencePlanner());
 
 }  // namespace spmdcheck::lint
 

@@ -21,6 +21,7 @@
 #include "nightly/libfuzzer.h"
 #include "nightly/report.h"
 #include "nightly/state.h"
+#include "target/partitioner_under_test.h"
 #include "target/process.h"
 
 namespace spmdcheck::nightly {
@@ -229,7 +230,12 @@ absl::Status Night::Prepare() {
   auto wants = [&](const std::string& t) {
     return std::find(options_.targets.begin(), options_.targets.end(), t) != options_.targets.end();
   };
-  if (wants("reference")) {
+  // The canary runs on the first campaign target whose partitioner takes injected bugs (ours).
+  const auto canary_target =
+      std::find_if(kCampaignTargets.begin(), kCampaignTargets.end(), [&](const std::string& t) {
+        return wants(t) && target::AnySpecCan(t, &target::PartitionerCapabilities::injected_bugs);
+      });
+  if (canary_target != kCampaignTargets.end()) {
     night_.canary_bug = options_.canary_bug;
     night_.canary_signature = options_.canary_signature.empty()
                                   ? CanarySignatureFor(options_.canary_bug)
@@ -237,13 +243,13 @@ absl::Status Night::Prepare() {
     TargetRun canary;
     canary.name = "canary";
     canary.kind = "canary";
-    canary.partitioner = "reference";
+    canary.partitioner = *canary_target;
     canary.budget_seconds = options_.canary_seconds > 0
                                 ? options_.canary_seconds
                                 : std::clamp(options_.seconds * 0.05, 3.0, 60.0);
     night_.targets.push_back(canary);
   }
-  for (const char* p : {"reference", "xla", "shardy"}) {
+  for (const std::string& p : kCampaignTargets) {
     if (!wants(p)) continue;
     TargetRun t;
     t.name = p;
@@ -462,7 +468,8 @@ absl::Status Night::RunCampaign(TargetRun& target, double budget) {
     if (canary) {
       argv.insert(argv.end(), {"--inject-bug", night_.canary_bug, "--reduce-seconds", "1"});
     } else {
-      if (target.partitioner == "reference" && !night_.inject_bug.empty()) {
+      if (!night_.inject_bug.empty() &&
+          target::AnySpecCan(target.partitioner, &target::PartitionerCapabilities::injected_bugs)) {
         argv.insert(argv.end(), {"--inject-bug", night_.inject_bug});
       }
       // A new finding's reduction runs past the campaign's time: bounded to a quarter of the
@@ -470,7 +477,7 @@ absl::Status Night::RunCampaign(TargetRun& target, double budget) {
       double reduce = options_.reduce_seconds;
       if (reduce < 0) {
         reduce =
-            std::min(target.partitioner == "reference" ? 10.0 : 90.0, std::max(2.0, budget * 0.25));
+            std::min(target::ReduceSecondsOf(target.partitioner), std::max(2.0, budget * 0.25));
       }
       argv.insert(argv.end(),
                   {"--reduce-seconds", absl::StrCat(static_cast<int64_t>(std::ceil(reduce)))});

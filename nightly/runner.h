@@ -22,10 +22,13 @@
 
 namespace spmdcheck::nightly {
 
+// The partitioners a night runs fuzz campaigns of (`--targets` names them), in plan order.
+inline const std::vector<std::string> kCampaignTargets = {"reference", "xla", "shardy"};
+
 struct NightlyOptions {
   std::string dir;     // The state directory (created).
   double seconds = 0;  // The night's budget.
-  // Of "reference" (with the canary), "xla", "shardy", "libfuzzer".
+  // Of kCampaignTargets (the first that takes injected bugs runs the canary too), "libfuzzer".
   std::vector<std::string> targets = {"xla", "shardy", "reference", "libfuzzer"};
   bool resume = false;
   std::string night;             // Empty: the date (YYYY-MM-DD, .2, .3, ... when taken).
@@ -41,12 +44,13 @@ struct NightlyOptions {
   std::string canary_bug = "dot-padding-unmasked";
   std::string canary_signature;  // Empty: the known one of the default bug, else any bug claim.
   double canary_seconds = 0;     // 0: 5% of the night, between 3 and 60 seconds.
-  // A drill: this injected bug is switched on in the reference campaign too, so that the whole
+  // A drill: this injected bug is switched on in the campaigns of partitioners that take
+  // injected bugs (the reference campaign) too, so that the whole
   // pipeline (findings, new vs known, reports) runs on a bug that is there. Empty: none.
   std::string inject_bug;
   int64_t jobs = 1;  // Campaign threads; libFuzzer -fork jobs.
   // Per new campaign finding; -1: a quarter of the target's share, at most spmdcheck fuzz's
-  // default (10 s for ours, 90 s with XLA).
+  // default (the partitioner's reduce_seconds: 10 s for ours, 90 s for XLA's).
   double reduce_seconds = -1;
   int64_t max_devices = 8;
   const std::atomic<bool>* cancel = nullptr;  // SIGINT/SIGTERM: stop, leave it resumable.

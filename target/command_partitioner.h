@@ -17,6 +17,9 @@ class CommandPartitioner : public PartitionerUnderTest {
   CommandPartitioner(std::string command, const TargetOptions& options)
       : command_(std::move(command)), timeout_seconds_(options.command_timeout_seconds) {}
   std::string spec() const override { return "cmd:" + command_; }
+  // Nothing is known about the command but the contract.
+  static PartitionerCapabilities Capabilities() { return {}; }
+  PartitionerCapabilities capabilities() const override { return Capabilities(); }
   absl::StatusOr<PartitionOutput> Partition(const HloModule& global,
                                             int64_t num_partitions) override;
 

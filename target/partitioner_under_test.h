@@ -86,12 +86,55 @@ struct PartitionOutput {
   std::shared_ptr<Executable> executable;  // Null when the partitioner cannot run programs.
 };
 
+// What a partitioner can do. Tools, campaigns and the nightly job ask these, never its name.
+struct PartitionerCapabilities {
+  // Runs in this process, deterministic and cheap (thousands of cases per second, no worker or
+  // command to start): its self-report holds nothing but a timing.
+  bool in_process = false;
+  // The default time budget for reducing one of its findings (`fuzz --reduce-seconds`): longer
+  // for a partitioner that compiles for seconds at every reduction step.
+  double reduce_seconds = 10;
+  // Takes an injected bug in its spec (`reference+bug=NAME`, `--inject-bug NAME`).
+  bool injected_bugs = false;
+  // Reports per-handler counts (PartitionOutput::stats) for `--stats`.
+  bool handler_stats = false;
+  // Plans its collectives with the planner the collective lint searches with
+  // (partitioner/planner.h): the lint finds nothing cheaper in its output by construction.
+  bool lint_planner = false;
+  // Part of XLA: its findings are triaged against corpus/xla-findings/known.json and tried on
+  // the other jaxlibs of the version matrix (target/version_matrix.h).
+  bool xla_findings = false;
+  // Needs at least this many devices to partition anything.
+  int64_t min_devices = 1;
+  // Imports only programs whose shardings share one mesh (Shardy): campaigns draw more of them.
+  bool prefers_one_mesh = false;
+  // Compiles sdy-level programs (as jax lowers them for Shardy) the way jax.jit does.
+  bool compiles_sdy_programs = false;
+};
+
+// An optional capability: the partitioner can keep the module after each of its passes
+// (PartitionOutput::pass_dumps), for pass bisection (target/pass_bisection.h).
+class PassDumping {
+ public:
+  virtual ~PassDumping() = default;
+  // Dump every pass's output on the following Partition calls (slower).
+  virtual void set_dump_passes(bool on) = 0;
+};
+
 class PartitionerUnderTest {
  public:
   virtual ~PartitionerUnderTest() = default;
-  // The spec it was made from (`reference`, `xla`, `shardy`, `cmd:...`), as `reproduce:` lines
-  // print it.
+  // The partitioner's name (`reference`, `xla`, `shardy`, `cmd:...`): what reports, summaries,
+  // signatures and the known-findings triage key it by. An injected bug is not part of it.
   virtual std::string spec() const = 0;
+  // The whole spec it was made from, injected bug included (`reference+bug=NAME`): what makes
+  // the same partitioner again (MakePartitioner) and what `reproduce:` lines print
+  // (ReproducePartitionerFlags).
+  virtual std::string full_spec() const { return spec(); }
+  // Default: nothing beyond the interface (as for `cmd:`).
+  virtual PartitionerCapabilities capabilities() const { return {}; }
+  // Null when it cannot dump its passes.
+  virtual PassDumping* pass_dumping() { return nullptr; }
   // Errors only for misuse (a module without an entry); every way the partitioner itself can
   // fail is a PartitionOutput status.
   virtual absl::StatusOr<PartitionOutput> Partition(const HloModule& global,
@@ -121,7 +164,6 @@ class PartitionerUnderTest {
 };
 
 struct TargetOptions {
-  std::string inject_bug;  // reference only
   // XLA: the python of a virtual environment with jax (default: found as documented in
   // docs/partitioners.md), the worker script, timeouts, recycling.
   std::string python;  // Empty: DefaultXlaPython() (SPMDCHECK_XLA_VENV, SPMDCHECK_XLA_PYTHON).
@@ -130,6 +172,44 @@ struct TargetOptions {
   int64_t recycle_after = 200;
   double command_timeout_seconds = 120;  // cmd:
 };
+
+// The spec the CLI uses when none is given: spmdcheck's own partitioner.
+inline constexpr char kDefaultPartitionerSpec[] = "reference";
+
+// One spec taken apart: `reference+bug=NAME` is {"reference", "NAME"}; `cmd:` specs are taken
+// whole (their command may hold anything).
+struct PartitionerSpec {
+  std::string name;        // `reference`, `xla`, `gspmd`, `shardy`, `cmd:COMMAND`.
+  std::string inject_bug;  // Empty: none.
+  std::string ToString() const;
+};
+// InvalidArgument for an unknown partitioner, a `+` suffix other than `bug=NAME`, an unknown
+// bug, or a bug for a partitioner without injected bugs.
+absl::StatusOr<PartitionerSpec> ParsePartitionerSpec(absl::string_view spec);
+// What a spec's partitioner can do, without making it (campaigns choose their generators by it).
+absl::StatusOr<PartitionerCapabilities> CapabilitiesOfSpec(absl::string_view spec);
+// Whether any spec of a list (`xla,shardy`) has a capability; false for a list that does not
+// parse.
+bool AnySpecCan(absl::string_view specs, bool PartitionerCapabilities::*capability);
+// The largest reduce_seconds of a spec list's partitioners (10 for a list that does not parse).
+double ReduceSecondsOf(absl::string_view specs);
+// `--inject-bug NAME`, the shorthand: the spec list with `+bug=NAME` on each of its specs.
+// InvalidArgument when one of them has no injected bugs ("... not of xla") or another bug.
+absl::StatusOr<std::string> WithInjectedBug(absl::string_view specs, absl::string_view bug);
+// The injected bug of a spec list (the first, `reference+bug=NAME`); empty: none.
+std::string InjectedBugOf(absl::string_view specs);
+// The spec list without its injected bugs (`reference+bug=NAME,xla` -> `reference,xla`).
+std::string WithoutInjectedBugs(absl::string_view specs);
+// The flags that make a command line use `full_spec`: none for the default spec, `--inject-bug
+// NAME` for the default spec with a bug (the shorthand), else `--partitioner SPEC` (each with a
+// leading space; SPEC passed through `quote` when given).
+std::string ReproducePartitionerFlags(absl::string_view full_spec,
+                                      std::string (*quote)(const std::string&) = nullptr);
+// How an issue title names the partitioner of a spec: "GSPMD", "Shardy", "spmdcheck's
+// reference partitioner", else the spec.
+std::string PartitionerTitle(absl::string_view spec);
+// Our own partitioner (no injected bug), e.g. as a baseline for XLA's collective cost.
+std::unique_ptr<PartitionerUnderTest> MakeOurPartitioner();
 
 // One partitioner from its spec. InvalidArgument for an unknown spec; an XLA partitioner whose
 // worker cannot start is still made (its outputs are kUnavailable with the reason).
@@ -142,9 +222,6 @@ absl::StatusOr<std::vector<std::unique_ptr<PartitionerUnderTest>>> MakePartition
 absl::StatusOr<std::vector<std::string>> SplitPartitionerSpecs(absl::string_view specs);
 // Whether `spec` is one of XLA's partitioners (`xla`, `gspmd`, `shardy`).
 bool IsXlaSpec(absl::string_view spec);
-// Whether a spec list (`xla,shardy`) puts `wanted` (a predicate on one spec) under test; false
-// for a list that does not parse.
-bool AnySpec(absl::string_view specs, bool (*wanted)(absl::string_view spec));
 
 }  // namespace spmdcheck::target
 

@@ -75,13 +75,19 @@ std::string PassBisection::ToString() const {
   return out;
 }
 
-absl::StatusOr<PassBisection> BisectPasses(const HloModule& global, XlaPartitioner& partitioner,
+absl::StatusOr<PassBisection> BisectPasses(const HloModule& global,
+                                           PartitionerUnderTest& partitioner,
                                            const CheckOptions& options) {
-  partitioner.set_dump_passes(true);
+  PassDumping* dumping = partitioner.pass_dumping();
+  if (dumping == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(partitioner.spec(), " does not dump its passes"));
+  }
+  dumping->set_dump_passes(true);
   CheckOptions check = options;
   check.execute = false;
   absl::StatusOr<CheckOutcome> outcome = CheckPartitioning(global, partitioner, check);
-  partitioner.set_dump_passes(false);
+  dumping->set_dump_passes(false);
   if (!outcome.ok()) return outcome.status();
   if (outcome->partitioned == nullptr) {
     return absl::FailedPreconditionError(

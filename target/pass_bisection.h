@@ -18,7 +18,7 @@
 #include "ir/hlo_module.h"
 #include "ir/verdict.h"
 #include "target/check_pipeline.h"
-#include "target/xla_partitioner.h"
+#include "target/partitioner_under_test.h"
 
 namespace spmdcheck::target {
 
@@ -39,8 +39,10 @@ struct PassBisection {
 };
 
 // Compiles `global` with every pass dumped and runs the oracle on each dump after
-// spmd-partitioning. Errors: the compile did not produce a module, or XLA wrote no dumps.
-absl::StatusOr<PassBisection> BisectPasses(const HloModule& global, XlaPartitioner& partitioner,
+// spmd-partitioning. Errors: the partitioner cannot dump its passes (pass_dumping() is null),
+// the compile did not produce a module, or XLA wrote no dumps.
+absl::StatusOr<PassBisection> BisectPasses(const HloModule& global,
+                                           PartitionerUnderTest& partitioner,
                                            const CheckOptions& options);
 
 // ("HLO_passes_through_layout_assignment", "simplification") from

@@ -8,6 +8,15 @@
 
 namespace spmdcheck::target {
 
+PartitionerCapabilities ReferencePartitioner::Capabilities() {
+  PartitionerCapabilities c;
+  c.in_process = true;
+  c.injected_bugs = true;
+  c.handler_stats = true;
+  c.lint_planner = true;
+  return c;
+}
+
 absl::StatusOr<PartitionOutput> ReferencePartitioner::Partition(const HloModule& global,
                                                                 int64_t num_partitions) {
   PartitionOutput output;

@@ -1,5 +1,5 @@
 // `reference`: spmdcheck's own partitioner (partitioner/) behind the seam, with its injectable
-// bugs (`--inject-bug`).
+// bugs (`reference+bug=NAME`, `--inject-bug NAME`).
 #ifndef SPMDCHECK_TARGET_REFERENCE_PARTITIONER_H_
 #define SPMDCHECK_TARGET_REFERENCE_PARTITIONER_H_
 
@@ -12,7 +12,10 @@ namespace spmdcheck::target {
 class ReferencePartitioner : public PartitionerUnderTest {
  public:
   explicit ReferencePartitioner(std::string inject_bug) : inject_bug_(std::move(inject_bug)) {}
-  std::string spec() const override { return "reference"; }
+  std::string spec() const override { return kDefaultPartitionerSpec; }
+  std::string full_spec() const override { return PartitionerSpec{spec(), inject_bug_}.ToString(); }
+  static PartitionerCapabilities Capabilities();
+  PartitionerCapabilities capabilities() const override { return Capabilities(); }
   absl::StatusOr<PartitionOutput> Partition(const HloModule& global,
                                             int64_t num_partitions) override;
 

@@ -62,7 +62,8 @@ std::vector<VersionCheck> VersionMatrix::Try(const std::string& spec, const HloM
                                              const std::string& signature,
                                              const CheckOptions& check) {
   std::vector<VersionCheck> out;
-  if (!IsXlaSpec(spec)) return out;
+  absl::StatusOr<PartitionerCapabilities> capabilities = CapabilitiesOfSpec(spec);
+  if (!capabilities.ok() || !capabilities->xla_findings) return out;
   for (const std::string& python : pythons_) {
     VersionCheck v;
     v.venv = python;

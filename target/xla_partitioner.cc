@@ -151,6 +151,16 @@ std::shared_ptr<XlaWorker> MakeXlaWorker(const TargetOptions& options) {
   return std::make_shared<XlaWorker>(std::move(worker));
 }
 
+PartitionerCapabilities XlaPartitioner::Capabilities(bool shardy) {
+  PartitionerCapabilities c;
+  c.reduce_seconds = 90;  // A compile per reduction step.
+  c.xla_findings = true;
+  c.min_devices = 2;
+  c.prefers_one_mesh = shardy;
+  c.compiles_sdy_programs = shardy;
+  return c;
+}
+
 XlaPartitioner::XlaPartitioner(std::string spec, std::shared_ptr<XlaWorker> worker,
                                const TargetOptions& options)
     : spec_(std::move(spec)),

@@ -19,10 +19,13 @@ namespace spmdcheck::target {
 
 std::shared_ptr<XlaWorker> MakeXlaWorker(const TargetOptions& options);
 
-class XlaPartitioner : public PartitionerUnderTest {
+class XlaPartitioner : public PartitionerUnderTest, public PassDumping {
  public:
   XlaPartitioner(std::string spec, std::shared_ptr<XlaWorker> worker, const TargetOptions& options);
   std::string spec() const override { return spec_; }
+  static PartitionerCapabilities Capabilities(bool shardy);
+  PartitionerCapabilities capabilities() const override { return Capabilities(shardy_); }
+  PassDumping* pass_dumping() override { return this; }
   absl::StatusOr<PartitionOutput> Partition(const HloModule& global,
                                             int64_t num_partitions) override;
   absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
@@ -44,7 +47,7 @@ class XlaPartitioner : public PartitionerUnderTest {
   absl::StatusOr<std::string> StableHloText(const HloModule& global, int64_t num_partitions);
   bool shardy() const { return shardy_; }
   // Dump every pass's output into PartitionOutput::pass_dumps (slower: for pass bisection).
-  void set_dump_passes(bool on) { dump_passes_ = on; }
+  void set_dump_passes(bool on) override { dump_passes_ = on; }
   // "jax 0.10.2, jaxlib 0.10.2" once the worker started.
   std::string versions() const { return worker_->versions(); }
 

@@ -121,7 +121,7 @@ TEST(Campaign, AFailedReproWriteIsAnError) {
   options.seconds = 0;
   options.cases = 60;
   options.seed = 3;
-  options.inject_bug = "dot-padding-unmasked";
+  options.partitioners = "reference+bug=dot-padding-unmasked";
   options.out_dir = TempDir("found");
   absl::StatusOr<CampaignReport> found = RunCampaign(options);
   ASSERT_TRUE(found.ok()) << found.status();
@@ -157,7 +157,7 @@ TEST(Campaign, KnownFindingsAreCountedNotWrittenAgain) {
   options.seconds = 0;
   options.cases = 60;
   options.seed = 3;
-  options.inject_bug = "dot-padding-unmasked";
+  options.partitioners = "reference+bug=dot-padding-unmasked";
   options.out_dir = TempDir("known");
   const std::string known = options.out_dir + "/known.json";
   {
@@ -213,7 +213,7 @@ TEST(Campaign, EachInjectedBugHasOneRootCauseSignature) {
     options.cases = 300;
     options.seed = 5;
     options.reduce_seconds = 0;
-    options.inject_bug = bug;
+    options.partitioners = "reference+bug=" + bug;
     options.out_dir = TempDir("rootcause");
     absl::StatusOr<CampaignReport> report = RunCampaign(options);
     ASSERT_TRUE(report.ok()) << report.status();

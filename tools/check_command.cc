@@ -21,10 +21,8 @@
 #include "partitioner/cost_model.h"
 #include "target/check_pipeline.h"
 #include "target/pass_bisection.h"
-#include "target/reference_partitioner.h"
 #include "target/signature.h"
 #include "target/version_matrix.h"
-#include "target/xla_partitioner.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
 #include "tools/partitioner_flags.h"
@@ -96,13 +94,13 @@ void WriteDump(const std::string& dir, const std::string& spec, const std::strin
 }
 
 // Prints one partitioner's verdict; returns its exit code.
-int Report(const HloModule& global, const target::CheckOutcome& o, const std::string& reproduce,
-           std::ostream& out, std::ostream& err) {
+int Report(const HloModule& global, const target::CheckOutcome& o, bool in_process,
+           const std::string& reproduce, std::ostream& out, std::ostream& err) {
   if (o.finding == target::Finding::kUnavailable) {
     err << "spmdcheck check: unknown: " << o.message << "\n";
   }
-  // Ours is the default: its line would only add a timing to the familiar output.
-  if (!o.self_report.name.empty() && o.partitioner_spec != "reference") {
+  // A partitioner in this process: its line would only add a timing to the familiar output.
+  if (!o.self_report.name.empty() && !in_process) {
     out << "partitioner: " << o.self_report.name;
     if (!o.self_report.version.empty()) out << " (" << o.self_report.version << ")";
     if (o.self_report.seconds > 0) {
@@ -400,16 +398,16 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
     absl::StatusOr<target::CheckOutcome> outcome =
         target::CheckPartitioning(**module, *partitioner, options);
     if (!outcome.ok()) return BadInput(err, "check", outcome.status().message());
-    std::string reproduce = absl::StrCat("spmdcheck check ", path);
-    if (partitioner->spec() != "reference") {
-      absl::StrAppend(&reproduce, " --partitioner ", ShellWord(partitioner->spec()));
-    }
-    absl::StrAppend(&reproduce, " --seed ", *seed, " --trials ", *trials, choice->reproduce_flags);
+    const target::PartitionerCapabilities can = partitioner->capabilities();
+    std::string reproduce =
+        absl::StrCat("spmdcheck check ", path,
+                     target::ReproducePartitionerFlags(partitioner->full_spec(), ShellWord),
+                     " --seed ", *seed, " --trials ", *trials, choice->reproduce_flags);
     if (*partitions > 0) absl::StrAppend(&reproduce, " --num-partitions ", *partitions);
     if (!options.shrink) absl::StrAppend(&reproduce, " --no-shrink");
     if (!options.widen_narrow_floats) absl::StrAppend(&reproduce, " --no-widen");
     if (!options.execute) absl::StrAppend(&reproduce, " --no-execute");
-    int code = Report(**module, *outcome, reproduce, out, err);
+    int code = Report(**module, *outcome, can.in_process, reproduce, out, err);
     // A finding of XLA's is tried on the other jaxlibs of the version matrix too.
     std::vector<target::VersionCheck> versions;
     const target::FailureSignature signature =
@@ -435,9 +433,9 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
     }
     if (page.has_value()) page->Add(*outcome, reproduce, effective_partitions);
     if (args->Has("--passes")) {
-      if (auto* xla = dynamic_cast<target::XlaPartitioner*>(partitioner.get())) {
+      if (partitioner->pass_dumping() != nullptr) {
         absl::StatusOr<target::PassBisection> bisection =
-            target::BisectPasses(**module, *xla, options);
+            target::BisectPasses(**module, *partitioner, options);
         if (bisection.ok()) {
           out << "passes after spmd-partitioning, each against the global program:\n"
               << bisection->ToString();
@@ -462,7 +460,7 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
                 out);
     }
     if (args->Has("--stats") && outcome->partitioned != nullptr) {
-      if (partitioner->spec() == "reference") {
+      if (can.handler_stats) {
         out << "ours (reference partitioner):\n";
         PrintPartitionStats(
             outcome->stats,
@@ -475,9 +473,8 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
   }
   if (args->Has("--stats") && any_xla) {
     // XLA's cost next to ours on the same module.
-    target::ReferencePartitioner reference("");
     absl::StatusOr<target::PartitionOutput> ours =
-        reference.Partition(**module, effective_partitions);
+        target::MakeOurPartitioner()->Partition(**module, effective_partitions);
     if (ours.ok() && ours->status == target::PartitionStatus::kOk) {
       out << "reference (ours): " << CostLine(*ours->partitioned, effective_partitions) << "\n";
     } else if (ours.ok()) {

@@ -50,7 +50,8 @@ only our oracle sees is listed "to investigate". DIR/summary.json has the whole 
   --cases K          stop after K cases (default: no limit)
   --seed S           campaign seed (default 1), printed in the summary and every repro
   --max-devices N    largest mesh (default 8)
-  --inject-bug NAME  switch on an injected partitioner bug (see --list-bugs)
+  --inject-bug NAME  switch on an injected partitioner bug (see --list-bugs; the shorthand
+                     of --partitioner reference+bug=NAME)
   --out DIR          where findings go (default fuzz-out)
   --jobs J           worker threads (default 1)
   --known FILE       known findings to triage against (default, for xla/shardy:
@@ -188,18 +189,11 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   fuzz::CampaignOptions options;
   options.partitioners = choice->specs;
   options.target = choice->options;
-  // PartitionerChoice's flags include --inject-bug; the campaign prints that one itself.
   options.reproduce_flags = choice->reproduce_flags;
-  if (!choice->options.inject_bug.empty()) {
-    const std::string bug_flag = " --inject-bug " + choice->options.inject_bug;
-    const size_t at = options.reproduce_flags.find(bug_flag);
-    if (at != std::string::npos) options.reproduce_flags.erase(at, bug_flag.size());
-  }
   options.seconds = static_cast<double>(*seconds);
   options.cases = *cases;
   options.seed = static_cast<uint64_t>(*seed);
   options.max_devices = *devices;
-  options.inject_bug = args->Get("--inject-bug").value_or("");
   options.pattern_weights = args->Get("--pattern-weights").value_or("");
   {
     fuzz::ProgramGenOptions gen;
@@ -244,15 +238,16 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     options.cost_check = LintCostCheck();
   }
   options.summary_path = args->Get("--summary").value_or("");
-  const bool xla = target::AnySpec(options.partitioners, target::IsXlaSpec);
-  absl::StatusOr<int64_t> reduce_seconds = args->GetInt("--reduce-seconds", xla ? 90 : 10);
+  absl::StatusOr<int64_t> reduce_seconds = args->GetInt(
+      "--reduce-seconds", static_cast<int64_t>(target::ReduceSecondsOf(options.partitioners)));
   if (!reduce_seconds.ok() || *reduce_seconds < 0) {
     return BadInput(err, "fuzz", "--reduce-seconds takes a number of seconds >= 0");
   }
   options.reduce_seconds = static_cast<double>(*reduce_seconds);
   if (std::optional<std::string> known = args->Get("--known")) {
     if (*known != "none") options.known_findings = *known;
-  } else if (xla) {
+  } else if (target::AnySpecCan(options.partitioners,
+                                &target::PartitionerCapabilities::xla_findings)) {
     const std::string path = SpmdcheckDataDir() + "/corpus/xla-findings/known.json";
     if (std::filesystem::exists(path)) options.known_findings = path;
   }
@@ -261,10 +256,10 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   if (!options.known_findings.empty()) {
     out << "known findings: " << options.known_findings << "\n";
   }
-  out << "spmdcheck fuzz: partitioners " << options.partitioners << ", seed " << options.seed
-      << ", max devices " << options.max_devices
-      << (options.inject_bug.empty() ? "" : ", injected bug " + options.inject_bug) << ", "
-      << options.jobs << " job(s)\n";
+  const std::string bug = target::InjectedBugOf(options.partitioners);
+  out << "spmdcheck fuzz: partitioners " << target::WithoutInjectedBugs(options.partitioners)
+      << ", seed " << options.seed << ", max devices " << options.max_devices
+      << (bug.empty() ? "" : ", injected bug " + bug) << ", " << options.jobs << " job(s)\n";
   out.flush();
   StopSignals stop_signals;
   absl::StatusOr<fuzz::CampaignReport> report =
@@ -285,11 +280,9 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   if (tty) err << "\n";
   if (!report.ok()) return BadInput(err, "fuzz", report.status().message());
   out << report->ToString();
-  out << "reproduce: spmdcheck fuzz"
-      << (options.partitioners == "reference" ? "" : " --partitioner " + options.partitioners)
+  out << "reproduce: spmdcheck fuzz" << target::ReproducePartitionerFlags(options.partitioners)
       << options.reproduce_flags << " --seed " << options.seed << " --max-devices "
       << options.max_devices
-      << (options.inject_bug.empty() ? "" : " --inject-bug " + options.inject_bug)
       << (options.pattern_weights.empty() ? "" : " --pattern-weights " + options.pattern_weights)
       << (options.one_mesh_percent >= 0
               ? absl::StrCat(" --one-mesh-percent ", options.one_mesh_percent)

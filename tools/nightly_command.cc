@@ -152,7 +152,8 @@ int RunNightly(const std::vector<std::string>& argv, std::ostream& out, std::ost
   if (std::optional<std::string> targets = args->Get("--targets")) {
     options.targets.clear();
     for (absl::string_view t : absl::StrSplit(*targets, ',', absl::SkipEmpty())) {
-      if (t != "xla" && t != "shardy" && t != "reference" && t != "libfuzzer") {
+      const std::vector<std::string>& campaigns = nightly::kCampaignTargets;
+      if (t != "libfuzzer" && std::find(campaigns.begin(), campaigns.end(), t) == campaigns.end()) {
         return BadInput(err, "nightly",
                         absl::StrCat("unknown target '", t,
                                      "' (--targets takes xla, shardy, reference, libfuzzer)"));

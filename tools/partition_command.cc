@@ -122,7 +122,7 @@ int RunPartition(const std::vector<std::string>& argv, std::ostream& out, std::o
     out << text;
   }
   if (args->Has("--stats")) {
-    if (partitioners->front()->spec() == "reference") {
+    if (partitioners->front()->capabilities().handler_stats) {
       PrintPartitionStats(result->stats, *result->partitioned, err);
     } else {
       err << "partitioner: " << result->report.name << " (" << result->report.version << "), "

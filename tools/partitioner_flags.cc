@@ -9,10 +9,13 @@ namespace spmdcheck::cli {
 
 absl::StatusOr<PartitionerChoice> PartitionerChoiceFromArgs(const Args& args) {
   PartitionerChoice choice;
-  choice.specs = args.Get("--partitioner").value_or("reference");
-  choice.options.inject_bug = args.Get("--inject-bug").value_or("");
-  if (!choice.options.inject_bug.empty()) {
-    absl::StrAppend(&choice.reproduce_flags, " --inject-bug ", choice.options.inject_bug);
+  choice.specs = args.Get("--partitioner").value_or(target::kDefaultPartitionerSpec);
+  // The shorthand: `--inject-bug NAME` is `+bug=NAME` on every spec (refused for partitioners
+  // without injected bugs).
+  if (std::optional<std::string> bug = args.Get("--inject-bug"); bug.has_value()) {
+    absl::StatusOr<std::string> specs = target::WithInjectedBug(choice.specs, *bug);
+    if (!specs.ok()) return specs.status();
+    choice.specs = *std::move(specs);
   }
   if (std::optional<std::string> venvs = args.Get("--xla-venv")) {
     std::vector<std::string> list = absl::StrSplit(*venvs, ',', absl::SkipEmpty());
@@ -39,6 +42,10 @@ absl::StatusOr<PartitionerChoice> PartitionerChoiceFromArgs(const Args& args) {
   }
   absl::StatusOr<std::vector<std::string>> split = target::SplitPartitionerSpecs(choice.specs);
   if (!split.ok()) return split.status();
+  for (const std::string& spec : *split) {
+    absl::StatusOr<target::PartitionerSpec> parsed = target::ParsePartitionerSpec(spec);
+    if (!parsed.ok()) return parsed.status();
+  }
   return choice;
 }
 

@@ -18,9 +18,11 @@ inline const std::set<std::string> kPartitionerValueFlags = {"--partitioner", "-
                                                              "--xla-venv", "--timeout"};
 
 struct PartitionerChoice {
-  std::string specs = "reference";  // As given to --partitioner.
+  // As given to --partitioner, with --inject-bug's `+bug=NAME` on each spec.
+  std::string specs = target::kDefaultPartitionerSpec;
   target::TargetOptions options;
-  // The flags to repeat in a `reproduce:` line (besides --partitioner).
+  // The flags to repeat in a `reproduce:` line (besides the partitioner's own,
+  // target::ReproducePartitionerFlags).
   std::string reproduce_flags;
   // `--xla-venv A,B,...`: A is the jaxlib under test; the others are where findings are tried
   // too (their pythons). Without --xla-venv: target::DefaultMatrixPythons().
@@ -33,9 +35,9 @@ absl::StatusOr<PartitionerChoice> PartitionerChoiceFromArgs(const Args& args);
 inline constexpr char kPartitionerFlagsHelp[] =
     R"(  --partitioner SPEC      the partitioner under test: reference (default), xla (XLA's GSPMD),
                           shardy (XLA's Shardy), cmd:COMMAND (docs/partitioners.md), or several
-                          separated by commas (xla,shardy)
-  --inject-bug NAME       switch on an injected bug of the reference partitioner
-                          (spmdcheck fuzz --list-bugs)
+                          separated by commas (xla,shardy); reference+bug=NAME switches on an
+                          injected bug of the reference partitioner (spmdcheck fuzz --list-bugs)
+  --inject-bug NAME       the same, shorthand: +bug=NAME on the partitioner (reference only)
   --xla-venv DIR[,DIR]    the virtual environment whose jax/jaxlib to test (default: the
                           project's .venv; also SPMDCHECK_XLA_VENV); check and fuzz try each
                           finding on the further ones too (other jaxlib versions; default:

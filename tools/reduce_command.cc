@@ -221,11 +221,9 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
       }
       out << "signature: " << signature << "\n";
     }
-    what = absl::StrCat("--until ", until);
-    if (partitioner->spec() != "reference") {
-      absl::StrAppend(&what, " --partitioner ", partitioner->spec());
-    }
-    absl::StrAppend(&what, choice->reproduce_flags);
+    what =
+        absl::StrCat("--until ", until, target::ReproducePartitionerFlags(partitioner->full_spec()),
+                     choice->reproduce_flags);
     if (!match.empty()) absl::StrAppend(&what, " --match '", match, "'");
     interesting = [options, wanted, match, signature,
                    partitioner](const HloModule& m) -> absl::StatusOr<bool> {

@@ -158,9 +158,8 @@ int RunReduceFinding(const std::string& dir, const Args& args, std::ostream& out
   write.out_dir = std::filesystem::absolute(folder, ec).parent_path().string();
   write.wasteful = predicate.wasteful;
   write.matrix = &matrix;
-  write.reproduce_flags =
-      absl::StrCat(partitioner.spec() == "reference" ? "" : " --partitioner " + partitioner.spec(),
-                   choice->reproduce_flags);
+  write.reproduce_flags = absl::StrCat(target::ReproducePartitionerFlags(partitioner.full_spec()),
+                                       choice->reproduce_flags);
   const HloModule& repro = reduced.ok() ? *reduced->module : **module;
   absl::StatusOr<std::string> written =
       fuzz::WriteFinding(partitioner, repro, "", check, write, record);

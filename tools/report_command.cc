@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
+#include "target/partitioner_under_test.h"
 #include "tools/cli.h"
 
 namespace spmdcheck::cli {
@@ -84,10 +85,7 @@ std::string KindOf(const std::string& signature) {
 std::string Title(const nlohmann::json& f) {
   const std::string signature = f.value("signature", "");
   const std::string partitioner = f.value("partitioner", "");
-  const std::string who = partitioner == "xla"         ? "GSPMD"
-                          : partitioner == "shardy"    ? "Shardy"
-                          : partitioner == "reference" ? "spmdcheck's reference partitioner"
-                                                       : partitioner;
+  const std::string who = target::PartitionerTitle(partitioner);
   const std::string op = signature.substr(signature.rfind('.') + 1);
   const std::string kind = KindOf(signature);
   std::string what = kind == "miscompile"          ? "wrong results"

@@ -312,14 +312,16 @@ void PrintGrid(const HloSharding& sharding, const Shape& shape, std::ostream& ou
   out << ":\n";
   if (rank >= 1) {
     std::string header = indent + " ";
-    for (int64_t c = 0; c < cols; ++c) header += " " + pad(col_labels[c], widths[c]) + "  ";
+    for (int64_t c = 0; c < cols; ++c)
+      absl::StrAppend(&header, " ", pad(col_labels[c], widths[c]), "  ");
     while (!header.empty() && header.back() == ' ') header.pop_back();
     out << header << "\n";
   }
   out << rule << "\n";
   for (int64_t r = 0; r < rows; ++r) {
     std::string line = pad(row_labels[r], label_width) + " |";
-    for (int64_t c = 0; c < cols; ++c) line += " " + pad(cells[r * cols + c], widths[c]) + " |";
+    for (int64_t c = 0; c < cols; ++c)
+      absl::StrAppend(&line, " ", pad(cells[r * cols + c], widths[c]), " |");
     out << line << "\n" << rule << "\n";
   }
 }
