@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <utility>
@@ -360,6 +361,14 @@ class Campaign {
   // receives far more than another's. Returns the seconds spent handing findings over.
   double CompareCorrect(Job& job, const std::vector<Correct>& correct, const HloModule& module,
                         int64_t index, uint64_t case_seed);
+  // A partitioner (not in this process) that did not finish in time, tried once more alone: a
+  // fresh one (its own worker or command, nothing else of ours in it) with twice the timeout,
+  // while the budget allows.
+  struct HangCheck {
+    enum class Result { kNotTried, kHangs, kFinishes } result = Result::kNotTried;
+    std::string message;  // What happened, for the finding or the unknown reason.
+  };
+  HangCheck ConfirmHang(const PartitionerUnderTest& partitioner, const HloModule& module);
   // Reduces a new finding within the time budget, writes its folder and fills its slot.
   void HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot, const HloModule& program,
                 const FailureSignature& signature, const CheckOptions& check, WastefulKind wasteful,
@@ -376,6 +385,47 @@ class Campaign {
   std::atomic<bool> abort_{false};
   std::mutex generator_mu_;
 };
+
+Campaign::HangCheck Campaign::ConfirmHang(const PartitionerUnderTest& partitioner,
+                                          const HloModule& module) {
+  HangCheck check;
+  target::TargetOptions alone = target_options_;
+  alone.compile_timeout_seconds *= 2;
+  alone.command_timeout_seconds *= 2;
+  const double timeout = std::max(alone.compile_timeout_seconds, alone.command_timeout_seconds);
+  // A fresh XLA worker imports jax first: some seconds on top of the timeout.
+  constexpr double kStartSeconds = 15;
+  if (options_.seconds > 0 && options_.seconds - elapsed() < timeout + kStartSeconds) {
+    check.message = "not tried again alone: the campaign's time budget (--seconds) ran out";
+    return check;
+  }
+  absl::StatusOr<std::unique_ptr<PartitionerUnderTest>> fresh =
+      target::MakePartitioner(partitioner.full_spec(), alone);
+  if (!fresh.ok()) {
+    check.message = absl::StrCat("not tried again alone: ", fresh.status().message());
+    return check;
+  }
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<target::PartitionOutput> out =
+      (*fresh)->Partition(module, module.num_partitions());
+  const double seconds = SecondsSince(start);
+  if (!out.ok() || out->status == target::PartitionStatus::kUnavailable) {
+    check.message =
+        absl::StrCat("not tried again alone: ", out.ok() ? out->message : out.status().message());
+  } else if (out->status == target::PartitionStatus::kTimeout) {
+    check.result = HangCheck::Result::kHangs;
+    check.message = absl::StrFormat(
+        "did not finish within its timeout in the campaign, nor within %.0f s alone (a fresh %s, "
+        "nothing else in it): a hang",
+        timeout, partitioner.capabilities().xla_findings ? "XLA worker" : "process");
+  } else {
+    check.result = HangCheck::Result::kFinishes;
+    check.message = absl::StrFormat(
+        "timed out in the campaign but finished in %.1f s alone: slowed by load, not a hang",
+        seconds);
+  }
+  return check;
+}
 
 int64_t Campaign::RecordFailure(const std::string& spec, const FailureSignature& signature,
                                 const std::string& message, int64_t index, uint64_t case_seed) {
@@ -414,8 +464,13 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   // for `spmdcheck reduce DIR` to finish later.
   double reduce_seconds = options_.reduce_seconds;
   std::string unreduced = "--reduce-seconds 0";
+  if (absl::EndsWith(signature.text, ".hang")) {
+    // Every step of a reduction would wait for the timeout.
+    reduce_seconds = 0;
+    unreduced = "a hang is written as found (each reduction step would wait for the timeout)";
+  }
   const double left = options_.seconds > 0 ? options_.seconds - elapsed() : 0;
-  if (options_.seconds > 0) {
+  if (options_.seconds > 0 && reduce_seconds > 0) {
     const double reserve = std::min(10.0, 0.05 * options_.seconds);
     if (left - reserve < reduce_seconds) {
       reduce_seconds = std::max(0.0, left - reserve);
@@ -625,6 +680,12 @@ void Campaign::RunJob() {
       check.round_trip_in_memory_output = false;  // Verified in memory; see CheckOptions.
       check.oracle_seconds = kCaseOracleSeconds;
       absl::StatusOr<CheckOutcome> outcome = CheckPartitioning(module, *partitioner, check);
+      // A timeout is a hang only when it happens again alone (then a finding like a crash).
+      std::optional<HangCheck> hang;
+      if (outcome.ok() && outcome->status == CheckStatus::kTimeout &&
+          !partitioner->capabilities().in_process && !stopping()) {
+        hang = ConfirmHang(*partitioner, module);
+      }
       std::unique_lock<std::mutex> lock(mu);
       PartitionerTally& tally = report_.partitioners[spec];
       ++tally.cases;
@@ -696,7 +757,22 @@ void Campaign::RunJob() {
         }
         continue;
       }
-      const FailureSignature signature = target::SignatureOf(spec, *outcome, module);
+      FailureSignature signature = target::SignatureOf(spec, *outcome, module);
+      std::string message = outcome->message;
+      if (hang.has_value()) {
+        if (hang->result == HangCheck::Result::kFinishes) {
+          ++tally.unknown;
+          ++report_.progress.unsupported;
+          ++report_.unsupported_reasons[absl::StrCat(spec, ": timeout: ", hang->message)];
+          continue;
+        }
+        if (hang->result == HangCheck::Result::kHangs) {
+          signature.text =
+              target::SanitizedName(absl::StrCat(target::SignaturePrefix(spec), ".hang"));
+          signature.claim = true;
+        }
+        message = absl::StrCat(FirstLineOf(outcome->message), " (", hang->message, ")");
+      }
       if (outcome->partitioned == nullptr &&
           (outcome->status == CheckStatus::kCrash || outcome->status == CheckStatus::kRejected ||
            outcome->status == CheckStatus::kTimeout)) {
@@ -718,7 +794,7 @@ void Campaign::RunJob() {
         ++tally.investigate;
         ++report_.progress.unsupported;
       }
-      const int64_t slot = RecordFailure(spec, signature, outcome->message, index, case_seed);
+      const int64_t slot = RecordFailure(spec, signature, message, index, case_seed);
       lock.unlock();
       if (slot >= 0) {
         const Clock::time_point hand_over_start = Clock::now();

@@ -150,7 +150,10 @@ absl::StatusOr<std::string> WriteFinding(target::PartitionerUnderTest& partition
   absl::StatusOr<CheckOutcome> final_outcome = CheckPartitioning(repro, partitioner, check);
   int64_t trial = 0;
   if (final_outcome.ok()) {
-    if (options.wasteful == WastefulKind::kNone) record.message = final_outcome->message;
+    // The campaign's message of a timeout says what trying it alone showed; keep that.
+    if (options.wasteful == WastefulKind::kNone && final_outcome->status != CheckStatus::kTimeout) {
+      record.message = final_outcome->message;
+    }
     record.divergence = DivergenceText(*final_outcome);
     record.partitioner_version = final_outcome->self_report.version;
     files.partitioned_text = final_outcome->partitioned_text;

@@ -39,6 +39,11 @@ expect 1 "crash: " -- "$bin" check "$matmul" --partitioner "cmd:$cmd crash $bin"
 expect 1 "Check failed: oops" -- "$bin" check "$matmul" --partitioner "cmd:$cmd crash $bin"
 expect 3 "timeout: " -- "$bin" check "$matmul" --partitioner "cmd:$cmd hang $bin" --timeout 1
 expect 1 "wrote no" -- "$bin" check "$matmul" --partitioner "cmd:$cmd empty $bin"
+# A campaign's timeout is tried again alone: hanging again is a finding (.hang, a bug claim, exit
+# 1), finishing then is load (an unknown, no finding).
+expect 1 ".hang (new)" -- "$bin" fuzz --partitioner "cmd:$cmd hang $bin" --timeout 1 --cases 1 --seed 3 --reduce-seconds 0 --known none --out "$tmp/fuzz-hang"
+expect 0 "nor within 2 s alone" -- cat "$tmp/fuzz-hang/summary.json"
+expect 0 "finished in" -- "$bin" fuzz --partitioner "cmd:$cmd hang-once-$tmp/hang-marker $bin" --timeout 1 --cases 1 --seed 3 --reduce-seconds 0 --known none --out "$tmp/fuzz-hang-once"
 expect 2 "unknown partitioner 'gcc'" -- "$bin" check "$matmul" --partitioner gcc
 expect 2 "not of xla" -- "$bin" check "$matmul" --partitioner xla --inject-bug dot-padding-unmasked
 expect 2 "--timeout takes" -- "$bin" check "$matmul" --partitioner xla --timeout -3

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -189,6 +190,14 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   fuzz::CampaignOptions options;
   options.partitioners = choice->specs;
   options.target = choice->options;
+  if (!args->Has("--timeout") && *seconds > 0) {
+    // A compile that never returns must not take the budget: without --timeout each compile (or
+    // command) of a campaign gets a quarter of --seconds, 10 to 120 s (a timeout is tried once
+    // more alone before it is called a hang).
+    const double per_compile = std::clamp(0.25 * static_cast<double>(*seconds), 10.0, 120.0);
+    options.target.compile_timeout_seconds = per_compile;
+    options.target.command_timeout_seconds = per_compile;
+  }
   options.reproduce_flags = choice->reproduce_flags;
   options.seconds = static_cast<double>(*seconds);
   options.cases = *cases;
