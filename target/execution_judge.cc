@@ -93,7 +93,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
                          const std::vector<int64_t>& trial_order, const CheckOptions& options) {
   Executions result;
   const int64_t n = out.executable->num_devices();
-  auto unknown = [&](std::string why) {
+  auto unknown = [&](const std::string& why) {
     for (ExecutionCheck* check : {&result.end_to_end, &result.interpreter}) {
       if (check->verdict == Verdict::kUnknown && check->detail.empty()) check->detail = why;
     }
