@@ -73,70 +73,32 @@ class Reader {
   std::map<std::string, IfrtShardingParam> aliases_;
 };
 
-// The index just past the bracket that closes the one at text[open] ('<', '(', '[' or '{'),
-// skipping `->` arrows and quoted strings; npos when it does not close.
-size_t MatchingClose(absl::string_view text, size_t open) {
-  int depth = 0;
-  bool quoted = false;
-  for (size_t i = open; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      quoted = true;
-    } else if (c == '<' || c == '(' || c == '[' || c == '{') {
-      ++depth;
-    } else if (c == '>' && i > 0 && text[i - 1] == '-') {
-      continue;  // An arrow, not a bracket.
-    } else if (c == '>' || c == ')' || c == ']' || c == '}') {
-      if (--depth == 0) return i + 1;
-    }
+enum class Bracket { kNone, kOpen, kClose };
+
+// Whether text[i] opens or closes a bracket ('<', '(', '[', '{' and their partners); the `>`
+// of an arrow `->` is none.
+Bracket BracketAt(absl::string_view text, size_t i) {
+  switch (text[i]) {
+    case '<':
+    case '(':
+    case '[':
+    case '{':
+      return Bracket::kOpen;
+    case '>':
+      return i > 0 && text[i - 1] == '-' ? Bracket::kNone : Bracket::kClose;
+    case ')':
+    case ']':
+    case '}':
+      return Bracket::kClose;
+    default:
+      return Bracket::kNone;
   }
-  return absl::string_view::npos;
 }
 
-// Splits at `separator` where no bracket or quote is open.
-std::vector<absl::string_view> SplitTopLevel(absl::string_view text, char separator) {
-  std::vector<absl::string_view> parts;
-  int depth = 0;
-  bool quoted = false;
-  size_t start = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '\\') {
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      quoted = true;
-    } else if (c == '<' || c == '(' || c == '[' || c == '{') {
-      ++depth;
-    } else if (c == '>' && i > 0 && text[i - 1] == '-') {
-      continue;
-    } else if (c == '>' || c == ')' || c == ']' || c == '}') {
-      --depth;
-    } else if (c == separator && depth == 0) {
-      parts.push_back(absl::StripAsciiWhitespace(text.substr(start, i - start)));
-      start = i + 1;
-    }
-  }
-  absl::string_view last = absl::StripAsciiWhitespace(text.substr(start));
-  if (!last.empty() || !parts.empty()) parts.push_back(last);
-  return parts;
-}
-
-// The position of `needle` in `text` where no bracket is open, or npos.
-size_t FindTopLevel(absl::string_view text, absl::string_view needle, size_t from = 0) {
+// Walks `text` from `from`, skipping quoted strings, and returns the first position where
+// `stop(i, depth)` is true (depth: the brackets open before i), or npos.
+template <typename Stop>
+size_t ScanUnquoted(absl::string_view text, size_t from, Stop stop) {
   int depth = 0;
   bool quoted = false;
   for (size_t i = from; i < text.size(); ++i) {
@@ -149,18 +111,48 @@ size_t FindTopLevel(absl::string_view text, absl::string_view needle, size_t fro
       }
       continue;
     }
-    if (depth == 0 && text.substr(i, needle.size()) == needle) return i;
+    if (stop(i, depth)) return i;
     if (c == '"') {
       quoted = true;
-    } else if (c == '<' || c == '(' || c == '[' || c == '{') {
+    } else if (const Bracket b = BracketAt(text, i); b == Bracket::kOpen) {
       ++depth;
-    } else if (c == '>' && i > 0 && text[i - 1] == '-') {
-      continue;
-    } else if (c == '>' || c == ')' || c == ']' || c == '}') {
+    } else if (b == Bracket::kClose) {
       --depth;
     }
   }
   return absl::string_view::npos;
+}
+
+// The index just past the bracket that closes the one at text[open]; npos when it does not
+// close.
+size_t MatchingClose(absl::string_view text, size_t open) {
+  const size_t close = ScanUnquoted(text, open, [&](size_t i, int depth) {
+    return depth == 1 && BracketAt(text, i) == Bracket::kClose;
+  });
+  return close == absl::string_view::npos ? close : close + 1;
+}
+
+// Splits at `separator` where no bracket or quote is open.
+std::vector<absl::string_view> SplitTopLevel(absl::string_view text, char separator) {
+  std::vector<absl::string_view> parts;
+  size_t start = 0;
+  ScanUnquoted(text, 0, [&](size_t i, int depth) {
+    if (depth == 0 && text[i] == separator) {
+      parts.push_back(absl::StripAsciiWhitespace(text.substr(start, i - start)));
+      start = i + 1;
+    }
+    return false;
+  });
+  absl::string_view last = absl::StripAsciiWhitespace(text.substr(start));
+  if (!last.empty() || !parts.empty()) parts.push_back(last);
+  return parts;
+}
+
+// The position of `needle` in `text` where no bracket is open, or npos.
+size_t FindTopLevel(absl::string_view text, absl::string_view needle, size_t from = 0) {
+  return ScanUnquoted(text, from, [&](size_t i, int depth) {
+    return depth == 0 && text.substr(i, needle.size()) == needle;
+  });
 }
 
 // `[0, 1, 2]` or `[]`.
