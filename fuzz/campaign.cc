@@ -369,6 +369,15 @@ class Campaign {
     std::string message;  // What happened, for the finding or the unknown reason.
   };
   HangCheck ConfirmHang(const PartitionerUnderTest& partitioner, const HloModule& module);
+  // ConfirmHang for a timeout of a partitioner outside this process; nullopt otherwise.
+  std::optional<HangCheck> MaybeConfirmHang(const PartitionerUnderTest& partitioner,
+                                            const absl::StatusOr<CheckOutcome>& outcome,
+                                            const HloModule& module);
+  // Under `mu`: a timeout that finished alone is counted as an unknown (returns false); one that
+  // hangs again gets the `.hang` signature, a bug claim; `message` says what trying it alone
+  // showed.
+  bool TriageHang(const HangCheck& hang, const std::string& spec, PartitionerTally& tally,
+                  FailureSignature& signature, std::string& message);
   // Reduces a new finding within the time budget, writes its folder and fills its slot.
   void HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot, const HloModule& program,
                 const FailureSignature& signature, const CheckOptions& check, WastefulKind wasteful,
@@ -425,6 +434,32 @@ Campaign::HangCheck Campaign::ConfirmHang(const PartitionerUnderTest& partitione
         seconds);
   }
   return check;
+}
+
+std::optional<Campaign::HangCheck> Campaign::MaybeConfirmHang(
+    const PartitionerUnderTest& partitioner, const absl::StatusOr<CheckOutcome>& outcome,
+    const HloModule& module) {
+  if (!outcome.ok() || outcome->status != CheckStatus::kTimeout ||
+      partitioner.capabilities().in_process || stopping()) {
+    return std::nullopt;
+  }
+  return ConfirmHang(partitioner, module);
+}
+
+bool Campaign::TriageHang(const HangCheck& hang, const std::string& spec, PartitionerTally& tally,
+                          FailureSignature& signature, std::string& message) {
+  if (hang.result == HangCheck::Result::kFinishes) {
+    ++tally.unknown;
+    ++report_.progress.unsupported;
+    ++report_.unsupported_reasons[absl::StrCat(spec, ": timeout: ", hang.message)];
+    return false;
+  }
+  if (hang.result == HangCheck::Result::kHangs) {
+    signature.text = target::SanitizedName(absl::StrCat(target::SignaturePrefix(spec), ".hang"));
+    signature.claim = true;
+  }
+  message = absl::StrCat(FirstLineOf(message), " (", hang.message, ")");
+  return true;
 }
 
 int64_t Campaign::RecordFailure(const std::string& spec, const FailureSignature& signature,
@@ -681,11 +716,7 @@ void Campaign::RunJob() {
       check.oracle_seconds = kCaseOracleSeconds;
       absl::StatusOr<CheckOutcome> outcome = CheckPartitioning(module, *partitioner, check);
       // A timeout is a hang only when it happens again alone (then a finding like a crash).
-      std::optional<HangCheck> hang;
-      if (outcome.ok() && outcome->status == CheckStatus::kTimeout &&
-          !partitioner->capabilities().in_process && !stopping()) {
-        hang = ConfirmHang(*partitioner, module);
-      }
+      const std::optional<HangCheck> hang = MaybeConfirmHang(*partitioner, outcome, module);
       std::unique_lock<std::mutex> lock(mu);
       PartitionerTally& tally = report_.partitioners[spec];
       ++tally.cases;
@@ -759,20 +790,7 @@ void Campaign::RunJob() {
       }
       FailureSignature signature = target::SignatureOf(spec, *outcome, module);
       std::string message = outcome->message;
-      if (hang.has_value()) {
-        if (hang->result == HangCheck::Result::kFinishes) {
-          ++tally.unknown;
-          ++report_.progress.unsupported;
-          ++report_.unsupported_reasons[absl::StrCat(spec, ": timeout: ", hang->message)];
-          continue;
-        }
-        if (hang->result == HangCheck::Result::kHangs) {
-          signature.text =
-              target::SanitizedName(absl::StrCat(target::SignaturePrefix(spec), ".hang"));
-          signature.claim = true;
-        }
-        message = absl::StrCat(FirstLineOf(outcome->message), " (", hang->message, ")");
-      }
+      if (hang.has_value() && !TriageHang(*hang, spec, tally, signature, message)) continue;
       if (outcome->partitioned == nullptr &&
           (outcome->status == CheckStatus::kCrash || outcome->status == CheckStatus::kRejected ||
            outcome->status == CheckStatus::kTimeout)) {
