@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -135,8 +136,8 @@ std::string CampaignReport::ToString() const {
     absl::StrAppendFormat(
         &out,
         "time: partitioners %.0f%%, their executions %.0f%%, ours %.0f%% "
-        "(generator %.1f%%, oracle %.1f%%, interpreter %.1f%%, lint %.1f%%), other %.0f%% "
-        "(worker round trips, dumps parsed), reductions and repros %.0f%%\n",
+        "(generator %.1f%%, oracle %.1f%%, interpreter %.1f%%, lint %.1f%%, round trips and "
+        "dumps %.1f%%), reductions and repros %.0f%%\n",
         share(times.partition), share(times.execute), share(times.Ours()), share(times.generate),
         share(times.oracle), share(times.interpreter), share(times.lint), share(times.Other()),
         share(times.reduce));
@@ -328,6 +329,17 @@ class Campaign {
   }
 
   void RunJob();
+  // `--save-modules`: the case's module as `case-<index>.hlo`. A module that cannot be written
+  // is said once on stderr; the campaign goes on (the files are for benches, not findings).
+  void SaveModule(const HloModule& module, int64_t index) {
+    const std::filesystem::path path =
+        std::filesystem::path(options_.save_modules_dir) / absl::StrCat("case-", index, ".hlo");
+    std::ofstream file(path, std::ios::binary | std::ios::trunc);
+    file << PrintModule(module);
+    if (!file && !save_failed_.exchange(true)) {
+      std::cerr << "spmdcheck fuzz: cannot write " << path.string() << "\n";
+    }
+  }
 
   std::mutex mu;  // Guards report_, io_status_.
   CampaignReport report_;
@@ -391,6 +403,7 @@ class Campaign {
   target::TargetOptions target_options_;
   std::atomic<int64_t> next_case_{0};
   std::atomic<bool> stop_{false};
+  std::atomic<bool> save_failed_{false};
   std::atomic<bool> abort_{false};
   std::mutex generator_mu_;
 };
@@ -701,6 +714,7 @@ void Campaign::RunJob() {
       }
     }
     const HloModule& module = sdy_case ? *imported : *program->module;
+    if (!sdy_case && !options_.save_modules_dir.empty()) SaveModule(module, index);
     const bool one_mesh = !sdy_case && program->one_mesh;
     std::vector<Correct> correct;
     double handed_over = 0;  // Seconds of this case spent reducing and writing findings.
@@ -714,7 +728,10 @@ void Campaign::RunJob() {
       check.seed = case_seed;
       check.round_trip_in_memory_output = false;  // Verified in memory; see CheckOptions.
       check.oracle_seconds = kCaseOracleSeconds;
+      const double runtime_before = partitioner->RuntimeSeconds();
       absl::StatusOr<CheckOutcome> outcome = CheckPartitioning(module, *partitioner, check);
+      // XLA's own seconds in this check (compiles and executions, timed inside jaxlib).
+      const double runtime_seconds = partitioner->RuntimeSeconds() - runtime_before;
       // A timeout is a hang only when it happens again alone (then a finding like a crash).
       const std::optional<HangCheck> hang = MaybeConfirmHang(*partitioner, outcome, module);
       std::unique_lock<std::mutex> lock(mu);
@@ -722,6 +739,7 @@ void Campaign::RunJob() {
       ++tally.cases;
       ++report_.progress.partitionings;
       if (!outcome.ok()) {
+        report_.times.partition += runtime_seconds;  // XLA's time in a check that went wrong.
         ++tally.unknown;
         ++report_.progress.unsupported;
         ++report_.unsupported_reasons[FirstLineOf(
@@ -732,8 +750,13 @@ void Campaign::RunJob() {
       report_.times.partition += outcome->self_report.seconds;
       report_.times.oracle += outcome->oracle_seconds;
       report_.times.interpreter += outcome->interpreter_seconds;
+      // What the partitioner's runtime reports beyond the compile it was judged on: the
+      // one-device compile and both executions. Without a report, the executions' wall time
+      // less our interpreter's.
       report_.times.execute +=
-          std::max(0.0, outcome->execution_seconds - outcome->interpreter_seconds);
+          runtime_seconds > 0
+              ? std::max(0.0, runtime_seconds - outcome->self_report.seconds)
+              : std::max(0.0, outcome->execution_seconds - outcome->interpreter_seconds);
       if (outcome->finding == target::Finding::kUnavailable) {
         // Thousands of identical unknowns help nobody: stop and say why.
         if (report_.unavailable.empty()) report_.unavailable = outcome->message;
@@ -851,6 +874,13 @@ absl::StatusOr<CampaignReport> RunCampaign(
   if (ec) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot create ", options.out_dir, ": ", ec.message()));
+  }
+  if (!options.save_modules_dir.empty()) {
+    std::filesystem::create_directories(options.save_modules_dir, ec);
+    if (ec) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot create ", options.save_modules_dir, ": ", ec.message()));
+    }
   }
   std::vector<KnownFinding> known;
   if (!options.known_findings.empty()) {

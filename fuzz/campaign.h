@@ -86,6 +86,9 @@ struct CampaignOptions {
   CostCheck cost_check;
   // Where the machine-readable summary goes (default: out_dir/summary.json).
   std::string summary_path;
+  // When set, each HLO-level case's generated module is written there as `case-<index>.hlo`
+  // (for benches that run the same modules through something else: bench/xla_vs_jax_bench.sh).
+  std::string save_modules_dir;
 };
 
 struct CampaignFailure {
@@ -142,17 +145,26 @@ struct PartitionerTally {
 
 // Where the campaign's time went, summed over jobs (seconds).
 struct CampaignTimes {
-  double generate = 0;     // Ours: the program generator.
-  double partition = 0;    // The partitioners (XLA: its compiles).
-  double execute = 0;      // XLA's executables (sharded and one-device).
+  double generate = 0;   // Ours: the program generator.
+  double partition = 0;  // The partitioners under test (XLA: its compiles, as the worker times
+                         // them inside jaxlib).
+  // The partitioner's own runtime on the reference and partitioned programs (XLA: compiling the
+  // one-device program and executing both, as the worker times them inside jaxlib).
+  double execute = 0;
   double interpreter = 0;  // Ours: our interpreter on the global program, against XLA's.
   double oracle = 0;       // Ours: the N-device oracle.
   double lint = 0;         // Ours: the collective lint on correct partitionings.
   double reduce = 0;       // Reductions, repros, version checks, pass bisection.
-  // Wall time of the cases themselves (reductions left out); what the parts above do not cover
-  // is `Other()`: talking to the worker, printing modules and parsing XLA's dumps, comparisons.
+  // Wall time of the cases themselves (reductions left out).
   double cases = 0;
-  double Ours() const { return generate + interpreter + oracle + lint; }
+  // Every second of the cases that is not the partitioner compiling or running: the parts
+  // above that are ours, and `Other()`.
+  double Ours() const {
+    const double theirs = partition + execute;
+    return cases > theirs ? cases - theirs : 0.0;
+  }
+  // The part of `Ours()` no named part covers: worker round trips (encoding arrays, JSON,
+  // pipes), HLO -> StableHLO, XLA's dumps written and parsed, inputs, comparisons.
   double Other() const {
     const double parts = generate + partition + execute + interpreter + oracle + lint;
     return cases > parts ? cases - parts : 0.0;

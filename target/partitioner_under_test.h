@@ -161,6 +161,11 @@ class PartitionerUnderTest {
   // Whether output our verifier rejects is the partitioner's fault (a crash). XLA says no: its
   // dumps are XLA's own text, so a rejection more likely is a gap of our parser or verifier.
   virtual bool InvalidOutputIsItsFault() const { return true; }
+  // Seconds its own runtime has spent compiling and executing so far, as it measures them (XLA:
+  // jaxlib's compiles and executions timed inside the worker, without the protocol around
+  // them); 0 for partitioners that do not report it. Campaigns take differences of it to tell
+  // XLA's time from ours.
+  virtual double RuntimeSeconds() const { return 0; }
 };
 
 struct TargetOptions {
@@ -169,7 +174,7 @@ struct TargetOptions {
   std::string python;  // Empty: DefaultXlaPython() (SPMDCHECK_XLA_VENV, SPMDCHECK_XLA_PYTHON).
   std::string worker_script;
   double compile_timeout_seconds = 120;
-  int64_t recycle_after = 200;
+  int64_t recycle_after = 1000;
   double command_timeout_seconds = 120;  // cmd:
 };
 

@@ -39,6 +39,11 @@ std::string StringOr(const nlohmann::json& object, const char* key) {
   return object[key].get<std::string>();
 }
 
+}  // namespace
+
+// An executable in the worker. While pinned (from its compile on) the worker is not recycled,
+// so its handle stays valid; an unpinned one (a cached reference executable between trials)
+// lets the worker recycle and then reports Unavailable when run.
 class XlaExecutable : public Executable {
  public:
   XlaExecutable(std::shared_ptr<XlaWorker> worker, int64_t handle, int64_t devices,
@@ -52,11 +57,24 @@ class XlaExecutable : public Executable {
     worker_->RetainExecutable();
   }
   ~XlaExecutable() override {
-    worker_->ReleaseExecutable();
+    Unpin();
     if (worker_->generation() == generation_ && worker_->unavailable_reason().empty()) {
       (void)worker_->Call("release", {{"handle", handle_}}, 10);
     }
   }
+  XlaExecutable(const XlaExecutable&) = delete;
+  XlaExecutable& operator=(const XlaExecutable&) = delete;
+
+  void Pin() {
+    if (!pinned_) worker_->RetainExecutable();
+    pinned_ = true;
+  }
+  void Unpin() {
+    if (pinned_) worker_->ReleaseExecutable();
+    pinned_ = false;
+  }
+  // Whether it still lives in the worker (not restarted since its compile).
+  bool alive() const { return worker_->generation() == generation_; }
 
   int64_t num_devices() const override { return devices_; }
 
@@ -111,7 +129,10 @@ class XlaExecutable : public Executable {
   int64_t devices_;
   double timeout_seconds_;
   std::vector<Shape> global_shapes_;
+  bool pinned_ = true;
 };
+
+namespace {
 
 // A dump as a module; Shardy's form (jaxlib 0.12 writes manual computations as `xla.sdy.*`
 // custom-calls in the module XLA received) rewritten as GSPMD's, which the oracle reads.
@@ -186,6 +207,9 @@ std::string XlaPartitioner::HloTextFor(const HloModule& module) {
 absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& global,
                                                           int64_t num_partitions) {
   if (global.entry() == nullptr) return absl::InvalidArgumentError("the module has no entry");
+  // Another check begins: the last one's reference executable is released, so that no
+  // executable outlives its case and the worker can be recycled between cases.
+  global_run_ = {};
   const bool jax_route = UsesJaxSource(global);
   nlohmann::json params = {{"num_partitions", num_partitions},
                            {"partitioner", shardy_ ? "shardy" : "gspmd"},
@@ -283,7 +307,7 @@ absl::StatusOr<PartitionOutput> XlaPartitioner::Partition(const HloModule& globa
   }
   output.received_text = StringOr(modules, "received");
   output.partitioned_text = StringOr(modules, "partitioned");
-  output.final_text = StringOr(result, "final_module");
+  output.final_text = StringOr(modules, "optimized");
   absl::StatusOr<std::unique_ptr<HloModule>> partitioned =
       ParseDump(modules, "partitioned", "after_spmd-partitioning");
   if (!partitioned.ok()) {
@@ -367,35 +391,49 @@ absl::StatusOr<std::vector<Literal>> XlaPartitioner::RunGlobal(
   const bool manual =
       jax_route && shardy_ && absl::StrContains(global.jax_source(), "sdy.manual_computation");
   const int64_t devices = manual ? global.num_partitions() : 1;
-  nlohmann::json params = {
-      {"num_partitions", devices}, {"partitioner", manual ? "shardy" : "none"}, {"dumps", false}};
   if (manual) {
-    params["replicate_outside_manual"] = true;
     global_run_name_ =
         "run of the same program with every value outside its manual computations replicated";
   }
+  nlohmann::json params = {
+      {"num_partitions", devices}, {"partitioner", manual ? "shardy" : "none"}, {"dumps", false}};
+  if (manual) params["replicate_outside_manual"] = true;
   if (jax_route) {
     params["mlir"] = global.jax_source();  // The program jax would run.
   } else {
     params["hlo"] = HloTextFor(global);
   }
-  absl::StatusOr<WorkerAnswer> answer = worker_->Call("compile", params, timeout_seconds_, devices);
-  if (!answer.ok()) return answer.status();
-  if (!answer->ok()) {
-    return absl::UnknownError(absl::StrCat("XLA's compile of the reference (", global_run_name_,
-                                           ") failed (", answer->error_kind,
-                                           "): ", answer->error_message));
+  // Trials of one check run the same program on other inputs: compiled once (as a jax loop
+  // would), until the next Partition or a worker restart.
+  std::string key = params.dump();
+  if (global_run_.executable == nullptr || global_run_.key != key ||
+      !global_run_.executable->alive()) {
+    global_run_ = {};
+    absl::StatusOr<WorkerAnswer> answer =
+        worker_->Call("compile", params, timeout_seconds_, devices);
+    if (!answer.ok()) return answer.status();
+    if (!answer->ok()) {
+      return absl::UnknownError(absl::StrCat("XLA's compile of the reference (", global_run_name_,
+                                             ") failed (", answer->error_kind,
+                                             "): ", answer->error_message));
+    }
+    const int64_t handle = answer->result.value("handle", int64_t{0});
+    std::vector<Shape> shapes;
+    for (const HloInstruction* p : global.entry()->parameters()) shapes.push_back(p->shape());
+    global_run_.executable = std::make_shared<XlaExecutable>(worker_, handle, devices,
+                                                             timeout_seconds_, std::move(shapes));
+    global_run_.key = std::move(key);
   }
-  const int64_t handle = answer->result.value("handle", int64_t{0});
-  std::vector<Shape> shapes;
-  for (const HloInstruction* p : global.entry()->parameters()) shapes.push_back(p->shape());
-  XlaExecutable executable(worker_, handle, devices, timeout_seconds_, std::move(shapes));
+  // Pinned while it runs; between trials it does not keep the worker from being recycled.
+  global_run_.executable->Pin();
   // Whole inputs on every device (the reference's parameters are replicated).
   std::vector<std::vector<Literal>> per_parameter;
   for (const Literal& argument : arguments) {
     per_parameter.push_back(std::vector<Literal>(static_cast<size_t>(devices), argument));
   }
-  absl::StatusOr<std::vector<std::vector<Literal>>> outputs = executable.Run(per_parameter);
+  absl::StatusOr<std::vector<std::vector<Literal>>> outputs =
+      global_run_.executable->Run(per_parameter);
+  global_run_.executable->Unpin();
   if (!outputs.ok()) return outputs.status();
   std::vector<Literal> leaves;
   for (std::vector<Literal>& per_device : *outputs) {

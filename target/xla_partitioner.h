@@ -19,6 +19,8 @@ namespace spmdcheck::target {
 
 std::shared_ptr<XlaWorker> MakeXlaWorker(const TargetOptions& options);
 
+class XlaExecutable;  // xla_partitioner.cc: an executable in the worker.
+
 class XlaPartitioner : public PartitionerUnderTest, public PassDumping {
  public:
   XlaPartitioner(std::string spec, std::shared_ptr<XlaWorker> worker, const TargetOptions& options);
@@ -31,6 +33,7 @@ class XlaPartitioner : public PartitionerUnderTest, public PassDumping {
   absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
                                                  const std::vector<Literal>& arguments) override;
   bool InvalidOutputIsItsFault() const override { return false; }
+  double RuntimeSeconds() const override { return worker_->xla_seconds(); }
   // A module from jax with manual computations (shard_map) has no one-device meaning: its
   // reference is the same StableHLO with every value outside the manual computations replicated
   // (workers/xla/jit_route.py), run on every device with whole inputs.
@@ -60,6 +63,13 @@ class XlaPartitioner : public PartitionerUnderTest, public PassDumping {
   double timeout_seconds_;
   bool dump_passes_ = false;
   std::string global_run_name_ = "single-device run";
+  // The reference executable of the last RunGlobal, reused by the next trials of the same
+  // program (until the next Partition or a worker restart).
+  struct GlobalRun {
+    std::string key;  // The compile request.
+    std::shared_ptr<XlaExecutable> executable;
+  };
+  GlobalRun global_run_;
 };
 
 }  // namespace spmdcheck::target

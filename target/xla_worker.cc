@@ -226,6 +226,9 @@ absl::StatusOr<WorkerAnswer> XlaWorker::Call(const std::string& method,
         absl::StrCat("the XLA worker answered request ", id, " with: ", Tail(*line, 300)));
   }
   WorkerAnswer answer;
+  if (response.contains("xla_seconds") && response["xla_seconds"].is_number()) {
+    xla_seconds_ += std::max(0.0, response["xla_seconds"].get<double>());
+  }
   if (response.contains("log") && response["log"].is_array()) {
     for (const auto& entry : response["log"]) {
       if (entry.is_string()) answer.log.push_back(entry.get<std::string>());

@@ -22,7 +22,7 @@ struct XlaWorkerOptions {
   std::string worker_script;           // Empty: DefaultXlaWorkerScript().
   int64_t devices = 8;                 // Virtual CPU devices at start (grown on demand).
   double start_timeout_seconds = 120;  // Importing jax.
-  int64_t recycle_after = 200;         // Requests per process.
+  int64_t recycle_after = 1000;        // Requests per process.
   std::string scratch_dir;             // Empty: a fresh temporary directory.
 };
 
@@ -83,6 +83,10 @@ class XlaWorker {
   }
   int64_t live_executables() const { return live_executables_; }
 
+  // Seconds all answered requests spent inside jaxlib compiling and executing, as the worker
+  // times them (the rest of a request is the protocol's cost: ours, not XLA's).
+  double xla_seconds() const { return xla_seconds_; }
+
  private:
   absl::Status EnsureStarted(int64_t devices_needed);
   std::string RequestLogTail(int64_t id) const;
@@ -97,6 +101,7 @@ class XlaWorker {
   int64_t next_id_ = 1;
   int64_t generation_ = 0;
   int64_t restarts_ = 0;
+  double xla_seconds_ = 0;
   std::string versions_;
   std::string jaxlib_;
   std::string unavailable_reason_;

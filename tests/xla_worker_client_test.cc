@@ -32,6 +32,14 @@ TEST(XlaWorkerClient, AnswersAndVersions) {
   EXPECT_EQ(answer->log, std::vector<std::string>{"W fake warning"});
 }
 
+TEST(XlaWorkerClient, SumsTheSecondsXlaReportsSpendingInJaxlib) {
+  XlaWorker worker(Fake("ok"));
+  EXPECT_EQ(worker.xla_seconds(), 0.0);
+  ASSERT_TRUE(worker.Call("compile", {{"hlo", "x"}}, 10).ok());
+  ASSERT_TRUE(worker.Call("execute", {{"handle", 1}}, 10).ok());
+  EXPECT_DOUBLE_EQ(worker.xla_seconds(), 0.5);
+}
+
 TEST(XlaWorkerClient, GarbageIsDataLoss) {
   XlaWorker worker(Fake("garbage"));
   absl::StatusOr<WorkerAnswer> answer = worker.Call("compile", {}, 10);

@@ -37,7 +37,7 @@ constexpr char kFuzzHelp[] =
                       [--max-devices N] [--inject-bug NAME] [--out DIR] [--jobs J] [--list-bugs]
                       [--known FILE] [--reduce-seconds T] [--no-bisect] [--no-lint]
                       [--summary FILE] [--pattern-weights NAME=W,...] [--one-mesh-percent P]
-                      [--first-case K] [--shard I/N]
+                      [--first-case K] [--shard I/N] [--save-modules DIR]
 
 Generates sharded programs (seeded; case i of seed S is always the same program), partitions
 each with every partitioner under test (default: reference; xla and shardy run XLA's, one XLA
@@ -83,6 +83,8 @@ only our oracle sees is listed "to investigate". DIR/summary.json has the whole 
   --first-case K     start at case index K (default 0)
   --shard I/N        run only case indices K + I, K + I + N, ... (split one seed's cases over
                      N processes or machines)
+  --save-modules DIR write each generated HLO-level case's module there as case-<index>.hlo
+                     (bench/xla_vs_jax_bench.sh runs the same modules through a bare jax loop)
   --list-bugs        list the injectable bugs and exit
 Ctrl-C (SIGINT) or SIGTERM stops the campaign at once and prints the summary so far; a second
 one kills it.
@@ -139,7 +141,8 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
                                        "--pattern-weights",
                                        "--one-mesh-percent",
                                        "--sdy-percent",
-                                       "--print-sdy-program"};
+                                       "--print-sdy-program",
+                                       "--save-modules"};
   value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
   absl::StatusOr<Args> args =
       Args::Parse(argv, value_flags, {"--list-bugs", "--help", "--no-bisect", "--no-lint"});
@@ -247,6 +250,7 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
     options.cost_check = LintCostCheck();
   }
   options.summary_path = args->Get("--summary").value_or("");
+  options.save_modules_dir = args->Get("--save-modules").value_or("");
   absl::StatusOr<int64_t> reduce_seconds = args->GetInt(
       "--reduce-seconds", static_cast<int64_t>(target::ReduceSecondsOf(options.partitioners)));
   if (!reduce_seconds.ok() || *reduce_seconds < 0) {
