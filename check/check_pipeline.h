@@ -10,8 +10,8 @@
 // `fails` is claimed only when XLA's own execution confirms it (end to end). A disagreement only
 // our oracle sees is `oracle-only`, one between the interpreters `oracle-disagrees`: both are
 // unknown verdicts to investigate, never reported as XLA bugs.
-#ifndef SPMDCHECK_TARGET_CHECK_PIPELINE_H_
-#define SPMDCHECK_TARGET_CHECK_PIPELINE_H_
+#ifndef SPMDCHECK_CHECK_CHECK_PIPELINE_H_
+#define SPMDCHECK_CHECK_CHECK_PIPELINE_H_
 
 #include <cstdint>
 #include <memory>
@@ -26,7 +26,7 @@
 #include "partitioner/partitioner.h"
 #include "target/partitioner_under_test.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 
 struct CheckOptions {
   int64_t num_partitions = 0;  // 0: the module's.
@@ -88,11 +88,11 @@ struct ExecutionCheck {
   int64_t trial = -1;
   int64_t trials_run = 0;
   bool padding_dependent = false;  // Fails with poisoned input padding, holds with zeros.
-  // What XLA's sharded run was compared with (PartitionerUnderTest::GlobalRunName).
+  // What XLA's sharded run was compared with (target::PartitionerUnderTest::GlobalRunName).
   std::string reference = "single-device run";
 };
 
-// What one judge (target/judges.h) found: its verdict, the first difference or why it could not
+// What one judge (check/judges.h) found: its verdict, the first difference or why it could not
 // judge, its time. `ran` is false when it could not run at all (the oracle refused the program,
 // XLA's executables not run under --no-execute).
 struct JudgeRecord {
@@ -110,12 +110,12 @@ struct CheckOutcome {
   std::string shrink_note;         // Non-empty when shapes were shrunk: what to.
   std::vector<std::string> notes;  // How the module was prepared, what XLA changed.
   std::string partitioner_spec;
-  PartitionerSelfReport self_report;
-  double oracle_seconds = 0;         // Our oracle's check (both programs, every trial).
-  double execution_seconds = 0;      // XLA's executions and our interpreter on the global program.
-  double interpreter_seconds = 0;    // ... of which our interpreter.
-  std::vector<PassDump> pass_dumps;  // The partitioner's, when it was asked for them.
-  std::vector<JudgeRecord> judges;   // In the order the judges ran; the status combines them.
+  target::PartitionerSelfReport self_report;
+  double oracle_seconds = 0;       // Our oracle's check (both programs, every trial).
+  double execution_seconds = 0;    // XLA's executions and our interpreter on the global program.
+  double interpreter_seconds = 0;  // ... of which our interpreter.
+  std::vector<target::PassDump> pass_dumps;  // The partitioner's, when it was asked for them.
+  std::vector<JudgeRecord> judges;  // In the order the judges ran; the status combines them.
   bool oracle_ran = false;
   oracle::EquivReport report;  // The oracle: partitioned vs global.
   std::optional<ExecutionCheck> xla_end_to_end;
@@ -140,7 +140,7 @@ std::string MetadataOpName(const HloInstruction& instruction);
 // InvalidArgument only for a module that does not verify (or that the reference partitioner
 // calls inconsistent); everything else is an outcome.
 absl::StatusOr<CheckOutcome> CheckPartitioning(const HloModule& global,
-                                               PartitionerUnderTest& partitioner,
+                                               target::PartitionerUnderTest& partitioner,
                                                const CheckOptions& options);
 // The reference partitioner (with options.inject_bug).
 absl::StatusOr<CheckOutcome> CheckPartitioning(const HloModule& global,
@@ -150,6 +150,6 @@ absl::StatusOr<CheckOutcome> CheckPartitioning(const HloModule& global,
 // changes: what a round trip changed.
 std::vector<std::string> DescribeModuleChanges(const HloModule& sent, const HloModule& received);
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check
 
-#endif  // SPMDCHECK_TARGET_CHECK_PIPELINE_H_
+#endif  // SPMDCHECK_CHECK_CHECK_PIPELINE_H_

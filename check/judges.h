@@ -1,7 +1,7 @@
 // The judges of a partitioning, as a table: each judge compares the partitioned program with the
 // global one in its own way and records what it found in the CheckOutcome; one verdict policy
-// (target/verdict_policy.cc) then combines their records into the outcome's status. The check
-// pipeline (target/check_pipeline.cc) prepares the two programs, runs every judge of `Judges()`
+// (check/verdict_policy.cc) then combines their records into the outcome's status. The check
+// pipeline (check/check_pipeline.cc) prepares the two programs, runs every judge of `Judges()`
 // that applies, in order, and applies the policy. A new judge is a class here and a line in
 // `Judges()`, as llvm-reduce registers its delta passes.
 //
@@ -15,28 +15,28 @@
 // The lint (cheaper collective chains, lint/) and the SMT proofs (smt/) judge a correct
 // partitioning's cost and rewrite rules; they live in rooms above this one and are run by the
 // campaign and their own subcommands, not yet from this table (docs/architecture.md).
-#ifndef SPMDCHECK_TARGET_JUDGES_H_
-#define SPMDCHECK_TARGET_JUDGES_H_
+#ifndef SPMDCHECK_CHECK_JUDGES_H_
+#define SPMDCHECK_CHECK_JUDGES_H_
 
 #include <cstdint>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "check/check_pipeline.h"
 #include "ir/hlo_module.h"
 #include "ir/sharding.h"
-#include "target/check_pipeline.h"
 #include "target/partitioner_under_test.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 
 // What every judge sees: the programs (as the partitioner received them, and as judged: XLA's
 // received module with the shardings it settled on), their oracle forms (narrow floats widened),
 // the partitioner's output (its executables), the shardings of the entry's parameters and
 // result leaves, and the check's options.
 struct JudgeInputs {
-  PartitionerUnderTest& partitioner;
-  const PartitionOutput& output;
+  target::PartitionerUnderTest& partitioner;
+  const target::PartitionOutput& output;
   const HloModule& sent;
   const HloModule& judged;
   const HloModule& oracle_global;
@@ -83,6 +83,6 @@ std::vector<HloSharding> LeafShardings(const HloSharding& sharding, const Shape&
 // The record of judge `name` in `outcome`, or null.
 const JudgeRecord* FindJudgeRecord(const CheckOutcome& outcome, absl::string_view name);
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check
 
-#endif  // SPMDCHECK_TARGET_JUDGES_H_
+#endif  // SPMDCHECK_CHECK_JUDGES_H_

@@ -1,12 +1,12 @@
-// The table of judges and the one verdict policy that combines their records (target/judges.h).
+// The table of judges and the one verdict policy that combines their records (check/judges.h).
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "target/judges.h"
+#include "check/judges.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 
-// Defined next to each judge (target/oracle_judge.cc, target/execution_judge.cc).
+// Defined next to each judge (check/oracle_judge.cc, check/execution_judge.cc).
 const Judge& OracleJudgeInstance();
 const Judge& XlaExecutionsJudgeInstance();
 
@@ -155,4 +155,4 @@ void ApplyVerdictPolicy(CheckOutcome& outcome) {
   }
 }
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check
