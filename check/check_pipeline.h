@@ -53,6 +53,14 @@ struct CheckOptions {
   // limit. Campaigns and reductions set one: a program whose loop runs a million times must not
   // take their time budget.
   double oracle_seconds = 0;
+  // The lint judge: the collective lint (lint/) on a partitioned program the oracle finds
+  // correct; a proved cheaper chain is a wasteful finding (a cost, never a miscompile).
+  bool lint = false;
+  // The SMT proofs judge: Z3 proves every collective of the partitioned program consistent with
+  // the shardings at its two ends (smt/instruction_checks.h, unannotated values inferred).
+  bool prove = false;
+  // Per proof, for both judges; a proof that runs out of it is unknown, never holds.
+  int64_t proof_timeout_ms = 2000;
 };
 
 enum class CheckStatus {
@@ -92,11 +100,22 @@ struct ExecutionCheck {
   std::string reference = "single-device run";
 };
 
+// A cheaper chain the lint proved in a correct partitioning (the lint judge): the pattern names
+// the signature `<partitioner>.wasteful.<pattern>`.
+struct CheaperChain {
+  std::string pattern;
+  std::string message;
+  // What it proposes, in terms a reduction keeps (no sizes): the value whose sharding to change
+  // and the better sharding, or the collectives the proposed chain uses.
+  std::string proposal;
+};
+
 // What one judge (check/judges.h) found: its verdict, the first difference or why it could not
 // judge, its time. `ran` is false when it could not run at all (the oracle refused the program,
 // XLA's executables not run under --no-execute).
 struct JudgeRecord {
-  std::string judge;  // `oracle`, `xla-end-to-end`, `interpreter-vs-xla`.
+  // `oracle`, `xla-end-to-end`, `interpreter-vs-xla`, `lint`, `smt-proofs`.
+  std::string judge;
   Verdict verdict = Verdict::kUnknown;
   std::string detail;
   double seconds = 0;
@@ -116,6 +135,7 @@ struct CheckOutcome {
   double interpreter_seconds = 0;  // ... of which our interpreter.
   std::vector<target::PassDump> pass_dumps;  // The partitioner's, when it was asked for them.
   std::vector<JudgeRecord> judges;  // In the order the judges ran; the status combines them.
+  std::vector<CheaperChain> cheaper_chains;  // The lint judge's proved findings.
   bool oracle_ran = false;
   oracle::EquivReport report;  // The oracle: partitioned vs global.
   std::optional<ExecutionCheck> xla_end_to_end;

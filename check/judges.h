@@ -11,14 +11,19 @@
 //  * xla-executions: the partitioner's own executables (XLA's sharded executable against its
 //    one-device run of the global program: "xla-end-to-end") and our interpreter against that
 //    one-device run ("interpreter-vs-xla"); applies when the partitioner has executables and
-//    --no-execute is not given.
-// The lint (cheaper collective chains, lint/) and the SMT proofs (smt/) judge a correct
-// partitioning's cost and rewrite rules; they live in rooms above this one and are run by the
-// campaign and their own subcommands, not yet from this table (docs/architecture.md).
+//    --no-execute is not given;
+//  * lint (CheckOptions::lint): the collective lint (lint/) on a partitioned program the oracle
+//    finds correct: `fails` when it proves a cheaper chain (CheckOutcome::cheaper_chains). It
+//    judges cost, not values: the verdict policy makes it a note, never a miscompile;
+//  * smt-proofs (CheckOptions::prove): Z3 proves every collective of the partitioned program
+//    consistent with the shardings at its ends (smt/instruction_checks.h). A refutation is a
+//    proof against the partitioning: the policy never lets the status hold over it. A timeout
+//    or a collective it cannot encode is unknown, never holds.
 #ifndef SPMDCHECK_CHECK_JUDGES_H_
 #define SPMDCHECK_CHECK_JUDGES_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -70,6 +75,12 @@ absl::Span<const Judge* const> Judges();
 // policy: `fails` against XLA only when XLA's own execution shows it). `executed` says whether
 // the partitioner's executables were run.
 void ApplyVerdictPolicy(CheckOutcome& outcome);
+
+// The lint's proved cheaper chains in `partitioned` (printed as `text`), judged against `global`
+// (the program the partitioner received: its annotations are the user's constraints). Shared
+// with the fuzz campaign's cost check. Empty when the lint cannot run.
+std::vector<CheaperChain> CheaperChains(const HloModule& partitioned, const std::string& text,
+                                        const HloModule& global, int64_t timeout_ms = 2000);
 
 // Judges' helpers shared with tests.
 // The trials XLA's executables run, in order: the oracle's trials 0..trials-1; when only the
