@@ -144,10 +144,10 @@ TEST(CheckPipelineVerdicts, HoldsWhenAllThreeAgree) {
   EXPECT_THAT(judges, testing::ElementsAre("oracle", "xla-end-to-end", "interpreter-vs-xla"));
 }
 
-TEST(JudgesTable, OracleFirstThenXlasExecutions) {
+TEST(JudgesTable, OracleFirstThenXlasExecutionsThenLintThenSmtProofs) {
   std::vector<std::string> names;
   for (const Judge* judge : Judges()) names.push_back(std::string(judge->name()));
-  EXPECT_THAT(names, testing::ElementsAre("oracle", "xla-executions"));
+  EXPECT_THAT(names, testing::ElementsAre("oracle", "xla-executions", "lint", "smt-proofs"));
 }
 
 // The policy on records alone: XLA's sharded run wrong only with garbage in the padding of
