@@ -18,6 +18,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "check/check_pipeline.h"
+#include "check/pass_bisection.h"
+#include "check/repro_script.h"
+#include "check/signature.h"
 #include "fuzz/finding_handover.h"
 #include "fuzz/program_gen.h"
 #include "fuzz/reducer.h"
@@ -25,19 +29,15 @@
 #include "ir/hlo_printer.h"
 #include "oracle/inputs.h"
 #include "partitioner/cost_model.h"
-#include "target/check_pipeline.h"
 #include "target/partitioner_under_test.h"
-#include "target/pass_bisection.h"
-#include "target/repro_script.h"
-#include "target/signature.h"
 
 namespace spmdcheck::fuzz {
 
-using target::CheckOptions;
-using target::CheckOutcome;
-using target::CheckPartitioning;
-using target::CheckStatus;
-using target::FailureSignature;
+using check::CheckOptions;
+using check::CheckOutcome;
+using check::CheckPartitioning;
+using check::CheckStatus;
+using check::FailureSignature;
 using target::PartitionerUnderTest;
 namespace {
 
@@ -349,7 +349,7 @@ class Campaign {
   struct Job {
     std::vector<std::unique_ptr<PartitionerUnderTest>> partitioners;
     // Other jaxlibs' partitioners, made on first use: python + spec -> partitioner.
-    std::unique_ptr<target::VersionMatrix> matrix;  // Other jaxlibs, made at the first finding.
+    std::unique_ptr<check::VersionMatrix> matrix;  // Other jaxlibs, made at the first finding.
   };
 
   std::string CampaignCommand() const {
@@ -468,7 +468,7 @@ bool Campaign::TriageHang(const HangCheck& hang, const std::string& spec, Partit
     return false;
   }
   if (hang.result == HangCheck::Result::kHangs) {
-    signature.text = target::SanitizedName(absl::StrCat(target::SignaturePrefix(spec), ".hang"));
+    signature.text = check::SanitizedName(absl::StrCat(check::SignaturePrefix(spec), ".hang"));
     signature.claim = true;
   }
   message = absl::StrCat(FirstLineOf(message), " (", hang.message, ")");
@@ -573,7 +573,7 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   } else {
     if (job.matrix == nullptr) {
       job.matrix =
-          std::make_unique<target::VersionMatrix>(options_.other_xla_pythons, options_.target);
+          std::make_unique<check::VersionMatrix>(options_.other_xla_pythons, options_.target);
     }
     write.matrix = job.matrix.get();
   }
@@ -619,8 +619,8 @@ double Campaign::CompareCorrect(Job& job, const std::vector<Correct>& correct,
       }
       FailureSignature signature;
       signature.text =
-          target::SanitizedName(absl::StrCat(target::SignaturePrefix(more.partitioner->spec()),
-                                             ".wasteful.bytes-vs-", less.partitioner->spec()));
+          check::SanitizedName(absl::StrCat(check::SignaturePrefix(more.partitioner->spec()),
+                                            ".wasteful.bytes-vs-", less.partitioner->spec()));
       signature.claim = false;
       const std::string message = absl::StrFormat(
           "%s's busiest device receives %d bytes, %s's %d (%.1fx)", more.partitioner->spec(),
@@ -757,7 +757,7 @@ void Campaign::RunJob() {
           runtime_seconds > 0
               ? std::max(0.0, runtime_seconds - outcome->self_report.seconds)
               : std::max(0.0, outcome->execution_seconds - outcome->interpreter_seconds);
-      if (outcome->finding == target::Finding::kUnavailable) {
+      if (outcome->finding == check::Finding::kUnavailable) {
         // Thousands of identical unknowns help nobody: stop and say why.
         if (report_.unavailable.empty()) report_.unavailable = outcome->message;
         Stop();
@@ -796,8 +796,8 @@ void Campaign::RunJob() {
         report_.times.lint += lint_seconds;
         if (cheaper.empty()) continue;
         FailureSignature signature;
-        signature.text = target::SanitizedName(
-            absl::StrCat(target::SignaturePrefix(spec), ".wasteful.", cheaper.front().pattern));
+        signature.text = check::SanitizedName(
+            absl::StrCat(check::SignaturePrefix(spec), ".wasteful.", cheaper.front().pattern));
         signature.claim = false;
         const int64_t slot =
             RecordFailure(spec, signature, cheaper.front().message, index, case_seed);
@@ -811,7 +811,7 @@ void Campaign::RunJob() {
         }
         continue;
       }
-      FailureSignature signature = target::SignatureOf(spec, *outcome, module);
+      FailureSignature signature = check::SignatureOf(spec, *outcome, module);
       std::string message = outcome->message;
       if (hang.has_value() && !TriageHang(*hang, spec, tally, signature, message)) continue;
       if (outcome->partitioned == nullptr &&
@@ -823,7 +823,7 @@ void Campaign::RunJob() {
         ++tally.unknown;
         ++report_.progress.unsupported;
         // Prefixed like the partitioner's signatures (ours have none).
-        const std::string prefix = target::SignaturePrefix(spec);
+        const std::string prefix = check::SignaturePrefix(spec);
         ++report_.unsupported_reasons[FirstLineOf(
             prefix.empty() ? outcome->message : absl::StrCat(spec, ": ", outcome->message))];
         continue;

@@ -29,8 +29,8 @@ struct CostFinding {
   std::string proposal;
 };
 // Looks for proved cheaper chains in a partitioned module that holds (`global`: the module it
-// was judged against). The CLI sets it to the collective lint (lint/, which the fuzz room does
-// not link: its libFuzzer build stays free of Z3).
+// was judged against). The CLI sets it to the lint judge's routine (check::CheaperChains,
+// tools/lint_cost_check.h); tests set their own.
 using CostCheck = std::function<std::vector<CostFinding>(
     const HloModule& partitioned, const std::string& text, const HloModule& global)>;
 
@@ -74,7 +74,7 @@ struct CampaignOptions {
   // Other jaxlibs to try each new XLA finding on: the python of each virtual environment.
   std::vector<std::string> other_xla_pythons;
   // For a miscompile XLA's execution shows but the module after spmd-partitioning does not:
-  // name the later pass that broke it (target/pass_bisection.h).
+  // name the later pass that broke it (check/pass_bisection.h).
   bool bisect_passes = true;
   // `<a>.wasteful.bytes-vs-<b>`: on a program both partitioned correctly, partitioner a's
   // busiest device receives at least `wasteful_ratio` times, and `wasteful_min_bytes` more

@@ -9,19 +9,19 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "check/pass_bisection.h"
+#include "check/repro_script.h"
+#include "check/signature.h"
 #include "ir/hlo_printer.h"
 #include "oracle/inputs.h"
 #include "partitioner/cost_model.h"
-#include "target/pass_bisection.h"
-#include "target/repro_script.h"
-#include "target/signature.h"
 
 namespace spmdcheck::fuzz {
 namespace {
 
-using target::CheckOutcome;
-using target::CheckPartitioning;
-using target::CheckStatus;
+using check::CheckOutcome;
+using check::CheckPartitioning;
+using check::CheckStatus;
 
 // The trial whose inputs showed the difference.
 int64_t FailingTrial(const CheckOutcome& outcome) {
@@ -60,18 +60,18 @@ WastefulKind WastefulKindOf(const std::string& signature) {
 
 std::vector<CostFinding> WastefulFindings(target::PartitionerUnderTest& partitioner,
                                           const std::string& signature,
-                                          const target::CheckOptions& check,
+                                          const check::CheckOptions& check,
                                           const CostCheck& cost_check, const HloModule& program) {
   std::vector<CostFinding> found;
   if (!cost_check) return found;
   absl::StatusOr<CheckOutcome> o = CheckPartitioning(program, partitioner, check);
   if (!o.ok() || o->status != CheckStatus::kHolds || o->partitioned == nullptr) return found;
-  const std::string prefix = target::SignaturePrefix(partitioner.spec());
+  const std::string prefix = check::SignaturePrefix(partitioner.spec());
   for (CostFinding& f :
        cost_check(*o->partitioned,
                   o->partitioned_text.empty() ? PrintModule(*o->partitioned) : o->partitioned_text,
                   o->judged_global != nullptr ? *o->judged_global : program)) {
-    if (signature == target::SanitizedName(absl::StrCat(prefix, ".wasteful.", f.pattern))) {
+    if (signature == check::SanitizedName(absl::StrCat(prefix, ".wasteful.", f.pattern))) {
       found.push_back(std::move(f));
     }
   }
@@ -79,7 +79,7 @@ std::vector<CostFinding> WastefulFindings(target::PartitionerUnderTest& partitio
 }
 
 InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
-                                   const std::string& signature, const target::CheckOptions& check,
+                                   const std::string& signature, const check::CheckOptions& check,
                                    const FindingPredicateOptions& options) {
   const std::string spec = partitioner.spec();
   return [&partitioner, signature, base_check = check, options,
@@ -87,7 +87,7 @@ InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
     if (options.cancelled && options.cancelled()) {
       return absl::CancelledError("the reduction was stopped");
     }
-    target::CheckOptions check = base_check;
+    check::CheckOptions check = base_check;
     check.oracle_seconds = kReductionOracleSeconds;
     if (options.deadline.has_value()) {
       const double left =
@@ -118,7 +118,7 @@ InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
     }
     absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
     if (!o.ok()) return false;
-    return target::SignatureOf(spec, *o, m).text == signature;
+    return check::SignatureOf(spec, *o, m).text == signature;
   };
 }
 
@@ -136,11 +136,11 @@ absl::StatusOr<ReduceResult> ReduceFinding(const HloModule& program,
 
 absl::StatusOr<std::string> WriteFinding(target::PartitionerUnderTest& partitioner,
                                          const HloModule& repro, const std::string& jax_source,
-                                         const target::CheckOptions& check,
+                                         const check::CheckOptions& check,
                                          const FindingWriteOptions& options,
                                          FindingRecord& record) {
   const std::string folder =
-      (std::filesystem::path(options.out_dir) / target::SanitizedName(record.signature)).string();
+      (std::filesystem::path(options.out_dir) / check::SanitizedName(record.signature)).string();
   record.reproduce =
       absl::StrCat("spmdcheck check ", folder, jax_source.empty() ? "/module.hlo" : "/module.mlir",
                    " --seed ", record.case_seed, " --trials 1", options.reproduce_flags);
@@ -161,11 +161,11 @@ absl::StatusOr<std::string> WriteFinding(target::PartitionerUnderTest& partition
       files.partitioned_text = PrintModule(*final_outcome->partitioned);
     }
     trial = FailingTrial(*final_outcome);
-    if (options.bisect_passes && final_outcome->finding == target::Finding::kConfirmedByXla &&
+    if (options.bisect_passes && final_outcome->finding == check::Finding::kConfirmedByXla &&
         final_outcome->oracle_ran && final_outcome->report.verdict == Verdict::kHolds) {
       if (partitioner.pass_dumping() != nullptr) {
-        absl::StatusOr<target::PassBisection> bisection =
-            target::BisectPasses(repro, partitioner, check);
+        absl::StatusOr<check::PassBisection> bisection =
+            check::BisectPasses(repro, partitioner, check);
         record.broken_by = bisection.ok() ? bisection->Summary()
                                           : absl::StrCat("unknown: ", bisection.status().message());
       }
@@ -182,15 +182,14 @@ absl::StatusOr<std::string> WriteFinding(target::PartitionerUnderTest& partition
   if (options.wasteful != WastefulKind::kNone) {
     record.repro_note = "a wasteful partitioning has no wrong result to reproduce";
   } else {
-    target::ReproRequest request;
+    check::ReproRequest request;
     request.seed = record.case_seed;
     request.trial = trial;
     request.found = absl::StrCat(record.signature, ": ", FirstLineOf(record.message));
     request.command = absl::StrCat("spmdcheck repro ", folder, "/module.hlo --jax --seed ",
                                    record.case_seed, " --trial ", trial, options.reproduce_flags);
-    absl::StatusOr<target::ReproScript> script =
-        target::MakeReproScript(repro, partitioner, request);
-    absl::StatusOr<std::string> text = script.ok() ? target::RenderReproScript(*script)
+    absl::StatusOr<check::ReproScript> script = check::MakeReproScript(repro, partitioner, request);
+    absl::StatusOr<std::string> text = script.ok() ? check::RenderReproScript(*script)
                                                    : absl::StatusOr<std::string>(script.status());
     if (text.ok()) {
       files.repro_script = *std::move(text);

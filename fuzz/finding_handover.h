@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "check/check_pipeline.h"
+#include "check/version_matrix.h"
 #include "fuzz/campaign.h"
 #include "fuzz/findings.h"
 #include "fuzz/reducer.h"
 #include "ir/hlo_module.h"
-#include "target/check_pipeline.h"
 #include "target/partitioner_under_test.h"
-#include "target/version_matrix.h"
 
 namespace spmdcheck::fuzz {
 
@@ -61,13 +61,13 @@ inline constexpr double kReductionOracleSeconds = 5;
 // does not hold.
 std::vector<CostFinding> WastefulFindings(target::PartitionerUnderTest& partitioner,
                                           const std::string& signature,
-                                          const target::CheckOptions& check,
+                                          const check::CheckOptions& check,
                                           const CostCheck& cost_check, const HloModule& program);
 
 // Interesting = `partitioner` still fails with `signature` (or, for a wasteful finding, the same
 // waste is still there: the same proposal when options.proposal says one) on the candidate.
 InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
-                                   const std::string& signature, const target::CheckOptions& check,
+                                   const std::string& signature, const check::CheckOptions& check,
                                    const FindingPredicateOptions& options);
 
 // Reduces `program` for at most `seconds` (<= 0: not reduced; the record says why, with
@@ -82,7 +82,7 @@ struct FindingWriteOptions {
   WastefulKind wasteful = WastefulKind::kNone;
   bool bisect_passes = true;
   // Other jaxlibs to try the finding on; null: not tried (`versions_note` says why).
-  target::VersionMatrix* matrix = nullptr;
+  check::VersionMatrix* matrix = nullptr;
   std::string versions_note;
   // Flags for the `reproduce:` commands (--partitioner, --inject-bug, --xla-venv ...).
   std::string reproduce_flags;
@@ -95,7 +95,7 @@ struct FindingWriteOptions {
 // rest is filled here. Returns the folder.
 absl::StatusOr<std::string> WriteFinding(target::PartitionerUnderTest& partitioner,
                                          const HloModule& repro, const std::string& jax_source,
-                                         const target::CheckOptions& check,
+                                         const check::CheckOptions& check,
                                          const FindingWriteOptions& options, FindingRecord& record);
 
 }  // namespace spmdcheck::fuzz

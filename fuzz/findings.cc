@@ -10,8 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "check/signature.h"
 #include "ir/hlo_printer.h"
-#include "target/signature.h"
 
 namespace spmdcheck::fuzz {
 namespace {
@@ -104,7 +104,7 @@ nlohmann::json FindingRecord::ToJson() const {
 absl::StatusOr<std::string> WriteFindingFolder(const std::string& dir, const FindingRecord& record,
                                                const FindingFiles& files) {
   const std::filesystem::path folder =
-      std::filesystem::path(dir) / target::SanitizedName(record.signature);
+      std::filesystem::path(dir) / check::SanitizedName(record.signature);
   std::error_code ec;
   std::filesystem::create_directories(folder, ec);
   if (ec) {

@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "check/version_matrix.h"
 #include "ir/hlo_module.h"
 #include "ir/literal.h"
 #include "nlohmann/json.hpp"
-#include "target/version_matrix.h"
 
 namespace spmdcheck::fuzz {
 
@@ -39,7 +39,7 @@ absl::StatusOr<std::vector<KnownFinding>> LoadKnownFindings(const std::string& p
 const KnownFinding* FindKnown(const std::vector<KnownFinding>& known, const std::string& signature);
 
 // Whether a finding also shows under another jaxlib (another virtual environment).
-using target::VersionCheck;  // target/version_matrix.h
+using check::VersionCheck;  // check/version_matrix.h
 
 struct FindingRecord {
   std::string signature;

@@ -13,7 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "target/signature.h"
+#include "check/signature.h"
 
 namespace spmdcheck::nightly {
 namespace {
@@ -291,7 +291,7 @@ absl::StatusOr<FindingsDb> FindingsDb::FromJson(const nlohmann::json& json) {
 }
 
 std::string StateDir::KeptFindingFolder(const std::string& signature) {
-  return "findings/" + target::SanitizedName(signature);
+  return "findings/" + check::SanitizedName(signature);
 }
 
 absl::StatusOr<std::vector<std::string>> StateDir::LoadNights() const {

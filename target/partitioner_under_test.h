@@ -102,7 +102,7 @@ struct PartitionerCapabilities {
   // (partitioner/planner.h): the lint finds nothing cheaper in its output by construction.
   bool lint_planner = false;
   // Part of XLA: its findings are triaged against corpus/xla-findings/known.json and tried on
-  // the other jaxlibs of the version matrix (target/version_matrix.h).
+  // the other jaxlibs of the version matrix (check/version_matrix.h).
   bool xla_findings = false;
   // Needs at least this many devices to partition anything.
   int64_t min_devices = 1;
@@ -113,7 +113,7 @@ struct PartitionerCapabilities {
 };
 
 // An optional capability: the partitioner can keep the module after each of its passes
-// (PartitionOutput::pass_dumps), for pass bisection (target/pass_bisection.h).
+// (PartitionOutput::pass_dumps), for pass bisection (check/pass_bisection.h).
 class PassDumping {
  public:
   virtual ~PassDumping() = default;

@@ -9,11 +9,11 @@
 #include <system_error>
 #include <thread>
 
+#include "check/signature.h"
 #include "fuzz/finding_handover.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
-#include "target/signature.h"
 
 namespace spmdcheck::fuzz {
 namespace {
@@ -263,8 +263,8 @@ ENTRY e {
   absl::StatusOr<std::unique_ptr<target::PartitionerUnderTest>> reference =
       target::MakePartitioner("reference", target::TargetOptions{});
   ASSERT_TRUE(reference.ok()) << reference.status();
-  const std::string signature = target::SanitizedName(".wasteful.p");
-  target::CheckOptions check;
+  const std::string signature = check::SanitizedName(".wasteful.p");
+  check::CheckOptions check;
   check.trials = 1;
   const std::vector<CostFinding> found =
       WastefulFindings(**reference, signature, check, cost_check, *program->module);
@@ -285,7 +285,7 @@ ENTRY e {
   EXPECT_FALSE(*other);
   // Another pattern's signature is not matched at all.
   options.proposal.clear();
-  absl::StatusOr<bool> pattern = FindingPredicate(**reference, target::SanitizedName(".wasteful.q"),
+  absl::StatusOr<bool> pattern = FindingPredicate(**reference, check::SanitizedName(".wasteful.q"),
                                                   check, options)(*program->module);
   ASSERT_TRUE(pattern.ok());
   EXPECT_FALSE(*pattern);

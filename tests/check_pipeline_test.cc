@@ -2,7 +2,7 @@
 // in-process fake: a fail is claimed only when the partitioner's own execution confirms it;
 // what only our oracle sees is oracle-only, and a global program our interpreter computes
 // differently is oracle-disagrees (both unknown).
-#include "target/check_pipeline.h"
+#include "check/check_pipeline.h"
 
 #include <fstream>
 #include <memory>
@@ -10,18 +10,23 @@
 #include <string>
 #include <vector>
 
+#include "check/judges.h"
+#include "check/signature.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
 #include "oracle/engine.h"
 #include "oracle/inputs.h"
 #include "oracle/sharded_values.h"
-#include "target/judges.h"
-#include "target/signature.h"
 #include "tests/shared_dir.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 namespace {
+
+using target::Executable;
+using target::PartitionerUnderTest;
+using target::PartitionOutput;
+using target::PartitionStatus;
 
 using ::testing::HasSubstr;
 
@@ -139,10 +144,10 @@ TEST(CheckPipelineVerdicts, HoldsWhenAllThreeAgree) {
   EXPECT_THAT(judges, testing::ElementsAre("oracle", "xla-end-to-end", "interpreter-vs-xla"));
 }
 
-TEST(JudgesTable, OracleFirstThenXlasExecutions) {
+TEST(JudgesTable, OracleFirstThenXlasExecutionsThenLintThenSmtProofs) {
   std::vector<std::string> names;
   for (const Judge* judge : Judges()) names.push_back(std::string(judge->name()));
-  EXPECT_THAT(names, testing::ElementsAre("oracle", "xla-executions"));
+  EXPECT_THAT(names, testing::ElementsAre("oracle", "xla-executions", "lint", "smt-proofs"));
 }
 
 // The policy on records alone: XLA's sharded run wrong only with garbage in the padding of
@@ -383,4 +388,4 @@ ENTRY main (p: f32[4], q: f32[4]) -> (f32[4], (f32[4], f32[4])) {
 }
 
 }  // namespace
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check

@@ -14,13 +14,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "check/check_pipeline.h"
 #include "fuzz/gen.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "oracle/equivalence.h"
 #include "partitioner/reshard.h"
-#include "target/check_pipeline.h"
 
 namespace spmdcheck::partitioner {
 namespace {
@@ -150,12 +150,11 @@ RC_GTEST_PROP(PartitionProperty, RandomProgramsCheck, ()) {
   absl::StrAppend(&text, "}\n");
   absl::StatusOr<ParsedModule> module = ParseHloModule(text);
   RC_ASSERT(module.ok());
-  target::CheckOptions options;
+  check::CheckOptions options;
   options.trials = 1;
-  absl::StatusOr<target::CheckOutcome> outcome =
-      target::CheckPartitioning(*module->module, options);
+  absl::StatusOr<check::CheckOutcome> outcome = check::CheckPartitioning(*module->module, options);
   RC_ASSERT(outcome.ok());
-  if (outcome->status != target::CheckStatus::kHolds) {
+  if (outcome->status != check::CheckStatus::kHolds) {
     RC_FAIL(absl::StrCat(text, "\n", outcome->message, "\n",
                          outcome->partitioned ? PrintModule(*outcome->partitioned) : ""));
   }

@@ -4,12 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "check/check_pipeline.h"
+#include "check/pass_bisection.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
-#include "target/check_pipeline.h"
 #include "target/partitioner_under_test.h"
-#include "target/pass_bisection.h"
 
 namespace spmdcheck::target {
 namespace {
@@ -97,16 +97,17 @@ ENTRY e {
 }
 )");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  CheckOptions options;
+  check::CheckOptions options;
   options.trials = 2;
   for (const char* spec : {"reference", "reference+bug=dot-padding-unmasked"}) {
     absl::StatusOr<std::unique_ptr<PartitionerUnderTest>> made =
         MakePartitioner(spec, TargetOptions());
     ASSERT_TRUE(made.ok()) << made.status();
-    absl::StatusOr<CheckOutcome> outcome = CheckPartitioning(*parsed->module, **made, options);
+    absl::StatusOr<check::CheckOutcome> outcome =
+        check::CheckPartitioning(*parsed->module, **made, options);
     ASSERT_TRUE(outcome.ok()) << outcome.status();
-    EXPECT_EQ(outcome->status,
-              std::string(spec) == "reference" ? CheckStatus::kHolds : CheckStatus::kFails)
+    EXPECT_EQ(outcome->status, std::string(spec) == "reference" ? check::CheckStatus::kHolds
+                                                                : check::CheckStatus::kFails)
         << spec << ": " << outcome->message;
   }
 }
@@ -157,7 +158,8 @@ ENTRY e {
 }
 )");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  absl::StatusOr<PassBisection> bisection = BisectPasses(*parsed->module, *ours, CheckOptions());
+  absl::StatusOr<check::PassBisection> bisection =
+      check::BisectPasses(*parsed->module, *ours, check::CheckOptions());
   ASSERT_FALSE(bisection.ok());
   EXPECT_THAT(std::string(bisection.status().message()), HasSubstr("does not dump its passes"));
 }

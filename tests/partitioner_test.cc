@@ -9,13 +9,13 @@
 #include <string>
 
 #include "absl/strings/str_replace.h"
+#include "check/check_pipeline.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "oracle/equivalence.h"
 #include "partitioner/cost_model.h"
 #include "partitioner/reshard.h"
-#include "target/check_pipeline.h"
 
 namespace spmdcheck::partitioner {
 namespace {
@@ -199,17 +199,17 @@ ENTRY main {
   EXPECT_EQ(cost.total.max_recv_bytes, 704);
 }
 
-target::CheckOutcome Check(const std::string& text) {
+check::CheckOutcome Check(const std::string& text) {
   absl::StatusOr<ParsedModule> m = ParseHloModule(text);
   EXPECT_TRUE(m.ok()) << m.status();
-  target::CheckOptions options;
-  absl::StatusOr<target::CheckOutcome> outcome = target::CheckPartitioning(*m->module, options);
+  check::CheckOptions options;
+  absl::StatusOr<check::CheckOutcome> outcome = check::CheckPartitioning(*m->module, options);
   EXPECT_TRUE(outcome.ok()) << outcome.status();
   return *std::move(outcome);
 }
 
 TEST(Partitioner, DotReduceTransposeChainHolds) {
-  target::CheckOutcome o = Check(R"(HloModule a, num_partitions=8
+  check::CheckOutcome o = Check(R"(HloModule a, num_partitions=8
 add {
   x = s32[] parameter(0)
   y = s32[] parameter(1)
@@ -230,7 +230,7 @@ ENTRY main {
   ROOT out = (s32[70], s32[10,5]) tuple(c, d)
 }
 )");
-  EXPECT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+  EXPECT_EQ(o.status, check::CheckStatus::kHolds) << o.message;
   EXPECT_EQ(o.stats.fallbacks(), 0);
 }
 
@@ -257,23 +257,23 @@ ENTRY main {
 }
 )");
   ASSERT_TRUE(m.ok()) << m.status();
-  target::CheckOptions options;
+  check::CheckOptions options;
   options.seed = 1670316976948134828u;  // The nightly's trial: inputs with zeros in p0.
   options.trials = 1;
-  absl::StatusOr<target::CheckOutcome> o = target::CheckPartitioning(*m->module, options);
+  absl::StatusOr<check::CheckOutcome> o = check::CheckPartitioning(*m->module, options);
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->status, target::CheckStatus::kHolds) << o->message;
+  EXPECT_EQ(o->status, check::CheckStatus::kHolds) << o->message;
 }
 
 TEST(Partitioner, ContractingShardedDotUsesAllReduceNotGather) {
-  target::CheckOutcome o = Check(R"(HloModule a, num_partitions=4
+  check::CheckOutcome o = Check(R"(HloModule a, num_partitions=4
 ENTRY main {
   p0 = s32[4,8] parameter(0), sharding={devices=[1,4]<=[4]}
   p1 = s32[8,3] parameter(1), sharding={devices=[4,1]<=[4]}
   ROOT d = s32[4,3] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={replicated}
 }
 )");
-  ASSERT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+  ASSERT_EQ(o.status, check::CheckStatus::kHolds) << o.message;
   ASSERT_NE(o.partitioned, nullptr);
   Counts c = CountOps(*o.partitioned);
   EXPECT_EQ(c.all_reduce, 1);
@@ -284,14 +284,14 @@ TEST(Partitioner, PartialSumsWantedTiledAreReduceScatteredNotAllReducedAndSliced
   // The dot's partial sums are wanted tiled on rows over the same 4 devices: a reduce-scatter
   // (3/4 of 128 B received) rather than an all-reduce (6/4) and a dynamic-slice; `spmdcheck lint`
   // reports the latter as all-reduce-then-slice.
-  target::CheckOutcome o = Check(R"(HloModule a, num_partitions=4
+  check::CheckOutcome o = Check(R"(HloModule a, num_partitions=4
 ENTRY main {
   p0 = s32[8,8] parameter(0), sharding={devices=[1,4]<=[4]}
   p1 = s32[8,4] parameter(1), sharding={devices=[4,1]<=[4]}
   ROOT d = s32[8,4] dot(p0, p1), lhs_contracting_dims={1}, rhs_contracting_dims={0}, sharding={devices=[4,1]<=[4]}
 }
 )");
-  ASSERT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+  ASSERT_EQ(o.status, check::CheckStatus::kHolds) << o.message;
   ASSERT_NE(o.partitioned, nullptr);
   Counts c = CountOps(*o.partitioned);
   EXPECT_EQ(c.reduce_scatter, 1);
@@ -301,14 +301,14 @@ ENTRY main {
 }
 
 TEST(Partitioner, BatchShardedConvolutionMovesNoData) {
-  target::CheckOutcome o = Check(R"(HloModule c, num_partitions=4
+  check::CheckOutcome o = Check(R"(HloModule c, num_partitions=4
 ENTRY main {
   x = s32[8,5,5,3] parameter(0), sharding={devices=[4,1,1,1]<=[4]}
   k = s32[3,3,3,2] parameter(1), sharding={replicated}
   ROOT y = s32[8,5,5,2] convolution(x, k), window={size=3x3 pad=1_1x1_1}, dim_labels=b01f_01io->b01f, sharding={devices=[4,1,1,1]<=[4]}
 }
 )");
-  ASSERT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+  ASSERT_EQ(o.status, check::CheckStatus::kHolds) << o.message;
   EXPECT_EQ(o.stats.fallbacks(), 0);
   ASSERT_NE(o.partitioned, nullptr);
   EXPECT_EQ(CountOps(*o.partitioned).collectives, 0);
@@ -316,14 +316,14 @@ ENTRY main {
 
 TEST(Partitioner, GatherPassThroughAndIndexParallelMoveNoOperandData) {
   // Operand pass-through: dim 1 is neither indexed nor collapsed and is sliced whole.
-  target::CheckOutcome o = Check(R"(HloModule g, num_partitions=4
+  check::CheckOutcome o = Check(R"(HloModule g, num_partitions=4
 ENTRY main {
   x = s32[9,8] parameter(0), sharding={devices=[1,4]<=[4]}
   i = s32[5,1] parameter(1), sharding={replicated}
   ROOT y = s32[5,8] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}, sharding={devices=[1,4]<=[4]}
 }
 )");
-  ASSERT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+  ASSERT_EQ(o.status, check::CheckStatus::kHolds) << o.message;
   EXPECT_EQ(o.stats.fallbacks(), 0);
   ASSERT_NE(o.partitioned, nullptr);
   EXPECT_EQ(CountOps(*o.partitioned).collectives, 0);
@@ -336,21 +336,21 @@ ENTRY main {
   ROOT y = s32[8,8] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}, sharding={devices=[4,1]<=[4]}
 }
 )");
-  ASSERT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+  ASSERT_EQ(o.status, check::CheckStatus::kHolds) << o.message;
   EXPECT_EQ(o.stats.fallbacks(), 0);
   EXPECT_EQ(CountOps(*o.partitioned).collectives, 0);
 }
 
 TEST(Partitioner, GatherOnTriviallySlicedTiledDimAllReducesRowsInsteadOfGatheringOperand) {
   // The operand is tiled on the indexed dim; indices run out of range (clamped globally).
-  target::CheckOutcome o = Check(R"(HloModule g, num_partitions=4
+  check::CheckOutcome o = Check(R"(HloModule g, num_partitions=4
 ENTRY main {
   x = s32[10,8] parameter(0), sharding={devices=[4,1]<=[4]}
   i = s32[6,1] parameter(1), sharding={replicated}
   ROOT y = s32[6,8] gather(x, i), offset_dims={1}, collapsed_slice_dims={0}, start_index_map={0}, index_vector_dim=1, slice_sizes={1,8}, sharding={replicated}
 }
 )");
-  ASSERT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+  ASSERT_EQ(o.status, check::CheckStatus::kHolds) << o.message;
   EXPECT_EQ(o.stats.fallbacks(), 0);
   ASSERT_NE(o.partitioned, nullptr);
   Counts c = CountOps(*o.partitioned);
@@ -360,7 +360,7 @@ ENTRY main {
 
 TEST(Partitioner, IndexParallelScatterAddKeepsUpdatesTiled) {
   // Updates tiled (unevenly) along the scatter dim; duplicate and out-of-range indices.
-  target::CheckOutcome o = Check(R"(HloModule s, num_partitions=4
+  check::CheckOutcome o = Check(R"(HloModule s, num_partitions=4
 add {
   a = s32[] parameter(0)
   b = s32[] parameter(1)
@@ -373,7 +373,7 @@ ENTRY main {
   ROOT y = s32[9,4] scatter(x, i, u), update_window_dims={1}, inserted_window_dims={0}, scatter_dims_to_operand_dims={0}, index_vector_dim=1, to_apply=add, sharding={replicated}
 }
 )");
-  ASSERT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+  ASSERT_EQ(o.status, check::CheckStatus::kHolds) << o.message;
   EXPECT_EQ(o.stats.fallbacks(), 0);
   ASSERT_NE(o.partitioned, nullptr);
   Counts c = CountOps(*o.partitioned);
@@ -382,7 +382,7 @@ ENTRY main {
 }
 
 TEST(Partitioner, WhileWithShardedStateHolds) {
-  target::CheckOutcome o = Check(R"(HloModule w, num_partitions=4
+  check::CheckOutcome o = Check(R"(HloModule w, num_partitions=4
 cond {
   s = (s32[], s32[8,4]) parameter(0)
   i = s32[] get-tuple-element(s), index=0
@@ -406,7 +406,7 @@ ENTRY main {
   ROOT r = s32[8,4] get-tuple-element(w), index=1, sharding={devices=[1,4]<=[4]}
 }
 )");
-  EXPECT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+  EXPECT_EQ(o.status, check::CheckStatus::kHolds) << o.message;
 }
 
 // A conditional whose branch operands are held differently (one replicated, one tiled), both
@@ -465,14 +465,14 @@ TEST(Partitioner, ConditionalBranchesTakeTheirOwnOperandsShardings) {
           << PrintModule(*partitioned->module);
     }
     // And the partitioned module computes what the global one does.
-    target::CheckOutcome o = Check(text);
-    EXPECT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+    check::CheckOutcome o = Check(text);
+    EXPECT_EQ(o.status, check::CheckStatus::kHolds) << o.message;
   }
 }
 
 TEST(Partitioner, DynamicSliceUpdateAndSortKeepOtherDimsTiled) {
   // Start indices run out of range (XLA clamps them on the global index).
-  target::CheckOutcome o = Check(R"(HloModule s, num_partitions=4
+  check::CheckOutcome o = Check(R"(HloModule s, num_partitions=4
 lt {
   a = s32[] parameter(0)
   b = s32[] parameter(1)
@@ -489,12 +489,12 @@ ENTRY main {
   ROOT t = (s32[8,3], s32[8,6]) tuple(ds, so)
 }
 )");
-  EXPECT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+  EXPECT_EQ(o.status, check::CheckStatus::kHolds) << o.message;
   EXPECT_EQ(o.stats.fallbacks(), 0);
 }
 
 TEST(Partitioner, OpWithoutHandlerTakesFallbackAndStillHolds) {
-  target::CheckOutcome o = Check(R"(HloModule s, num_partitions=4
+  check::CheckOutcome o = Check(R"(HloModule s, num_partitions=4
 add {
   a = s32[] parameter(0)
   b = s32[] parameter(1)
@@ -506,7 +506,7 @@ ENTRY main {
   ROOT w = s32[4,6] reduce-window(p, z), window={size=2x1 stride=2x1}, to_apply=add, sharding={devices=[4,1]<=[4]}
 }
 )");
-  EXPECT_EQ(o.status, target::CheckStatus::kHolds) << o.message;
+  EXPECT_EQ(o.status, check::CheckStatus::kHolds) << o.message;
   EXPECT_EQ(o.stats.fallbacks(), 1);
   EXPECT_EQ(o.stats.fallback_reasons.begin()->first, "reduce-window: no handler for this op");
 }

@@ -1,9 +1,9 @@
-#include "target/pass_bisection.h"
+#include "check/pass_bisection.h"
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 namespace {
 
 TEST(PassBisection, ReadsPipelineAndPassFromXlasDumpNames) {
@@ -57,4 +57,4 @@ TEST(PassBisection, SummaryNamesThePassOrTheRangeTheUnknownDumpsLeave) {
 }
 
 }  // namespace
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check

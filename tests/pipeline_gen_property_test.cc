@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "check/check_pipeline.h"
 #include "explain/explain.h"
 #include "fuzz/pipeline_gen.h"
 #include "fuzz/program_gen.h"
@@ -15,7 +16,6 @@
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "rapidcheck/gtest.h"
-#include "target/check_pipeline.h"
 
 namespace spmdcheck::fuzz {
 namespace {
@@ -36,13 +36,13 @@ RC_GTEST_PROP(PipelineGenTest, ReferencePartitionerHoldsAndExplainFindsTheStages
   const PipelineSpec spec = *GenPipelineSpec(8);
   absl::StatusOr<std::unique_ptr<HloModule>> module = BuildPipelineModule(spec);
   RC_ASSERT(module.ok());
-  target::CheckOptions options;
+  check::CheckOptions options;
   options.trials = 1;
   options.seed = *rc::gen::inRange<uint64_t>(1, 1000);
-  absl::StatusOr<target::CheckOutcome> outcome = target::CheckPartitioning(**module, options);
+  absl::StatusOr<check::CheckOutcome> outcome = check::CheckPartitioning(**module, options);
   RC_ASSERT(outcome.ok());
-  if (outcome->status != target::CheckStatus::kHolds) {
-    RC_FAIL(absl::StrCat(target::CheckStatusName(outcome->status), ": ", outcome->message));
+  if (outcome->status != check::CheckStatus::kHolds) {
+    RC_FAIL(absl::StrCat(check::CheckStatusName(outcome->status), ": ", outcome->message));
   }
   RC_ASSERT(outcome->partitioned != nullptr);
   const std::string text = PrintModule(*outcome->partitioned);

@@ -14,15 +14,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "check/check_pipeline.h"
+#include "check/pass_bisection.h"
+#include "check/signature.h"
+#include "check/version_matrix.h"
 #include "fuzz/findings.h"
 #include "ir/data_dir.h"
 #include "ir/hlo_printer.h"
 #include "oracle/equivalence.h"
 #include "partitioner/cost_model.h"
-#include "target/check_pipeline.h"
-#include "target/pass_bisection.h"
-#include "target/signature.h"
-#include "target/version_matrix.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
 #include "tools/partitioner_flags.h"
@@ -94,9 +94,9 @@ void WriteDump(const std::string& dir, const std::string& spec, const std::strin
 }
 
 // Prints one partitioner's verdict; returns its exit code.
-int Report(const HloModule& global, const target::CheckOutcome& o, bool in_process,
+int Report(const HloModule& global, const check::CheckOutcome& o, bool in_process,
            const std::string& reproduce, std::ostream& out, std::ostream& err) {
-  if (o.finding == target::Finding::kUnavailable) {
+  if (o.finding == check::Finding::kUnavailable) {
     err << "spmdcheck check: unknown: " << o.message << "\n";
   }
   // A partitioner in this process: its line would only add a timing to the familiar output.
@@ -117,43 +117,42 @@ int Report(const HloModule& global, const target::CheckOutcome& o, bool in_proce
   for (const std::string& note : o.notes) out << "note: " << note << "\n";
   int code = kExitUnknown;
   switch (o.status) {
-    case target::CheckStatus::kHolds:
-    case target::CheckStatus::kFails:
+    case check::CheckStatus::kHolds:
+    case check::CheckStatus::kFails:
       if (o.oracle_ran) {
         std::string report = oracle::FormatEquivReport(o.report);
-        if (o.finding == target::Finding::kConfirmedByXla) {
+        if (o.finding == check::Finding::kConfirmedByXla) {
           // The oracle's own lines follow; the verdict line states who confirmed it.
           out << "verdict: fails (confirmed by XLA's own execution)\nreason: " << o.message
               << "\noracle: ";
         }
         out << report;
       } else {
-        out << "verdict: " << target::CheckStatusName(o.status) << "\nreason: " << o.message
-            << "\n";
+        out << "verdict: " << check::CheckStatusName(o.status) << "\nreason: " << o.message << "\n";
       }
-      code = o.status == target::CheckStatus::kHolds ? kExitHolds : kExitFails;
+      code = o.status == check::CheckStatus::kHolds ? kExitHolds : kExitFails;
       break;
-    case target::CheckStatus::kUnsupported:
-    case target::CheckStatus::kTimeout:
+    case check::CheckStatus::kUnsupported:
+    case check::CheckStatus::kTimeout:
       out << "verdict: unknown\nreason: "
-          << (o.status == target::CheckStatus::kTimeout ? "timeout: " : "") << o.message << "\n";
-      if (o.oracle_ran && o.finding != target::Finding::kNone) {
+          << (o.status == check::CheckStatus::kTimeout ? "timeout: " : "") << o.message << "\n";
+      if (o.oracle_ran && o.finding != check::Finding::kNone) {
         out << "oracle: " << oracle::FormatEquivReport(o.report);
       }
       code = kExitUnknown;
       break;
-    case target::CheckStatus::kCrash:
+    case check::CheckStatus::kCrash:
       out << "verdict: fails\nreason: crash: " << o.message << "\n";
       code = kExitFails;
       break;
-    case target::CheckStatus::kRejected:
+    case check::CheckStatus::kRejected:
       out << "verdict: fails\nfinding: xla-rejects-valid-module (our verifier accepts it): "
           << o.message << "\n";
       code = kExitFails;
       break;
   }
   if (o.xla_end_to_end.has_value()) {
-    const target::ExecutionCheck& e = *o.xla_end_to_end;
+    const check::ExecutionCheck& e = *o.xla_end_to_end;
     out << "xla end to end: " << VerdictName(e.verdict);
     if (e.verdict == Verdict::kHolds) {
       out << " (sharded executable = " << e.reference << " on every device, " << e.trials_run
@@ -164,7 +163,7 @@ int Report(const HloModule& global, const target::CheckOutcome& o, bool in_proce
     out << "\n";
   }
   if (o.interpreter_vs_xla.has_value()) {
-    const target::ExecutionCheck& e = *o.interpreter_vs_xla;
+    const check::ExecutionCheck& e = *o.interpreter_vs_xla;
     out << "interpreter vs xla: " << VerdictName(e.verdict);
     if (e.verdict != Verdict::kHolds && !e.detail.empty()) out << ": " << e.detail;
     out << "\n";
@@ -172,7 +171,7 @@ int Report(const HloModule& global, const target::CheckOutcome& o, bool in_proce
   for (const std::string& warning : o.self_report.warnings) {
     out << "partitioner said: " << warning << "\n";
   }
-  const target::FailureSignature signature = target::SignatureOf(o.partitioner_spec, o, global);
+  const check::FailureSignature signature = check::SignatureOf(o.partitioner_spec, o, global);
   if (!signature.text.empty()) {
     out << "signature: " << signature.text
         << (signature.claim ? "" : " (to investigate: not a bug claim)") << "\n";
@@ -223,7 +222,7 @@ absl::StatusOr<std::vector<std::string>> ExpandPaths(const std::vector<std::stri
 // reasons grouped by their first words), time in the partitioner and in our checks.
 int CheckMany(const std::vector<std::string>& files,
               std::vector<std::unique_ptr<target::PartitionerUnderTest>>& partitioners,
-              const target::CheckOptions& options, std::ostream& out, std::ostream& err) {
+              const check::CheckOptions& options, std::ostream& out, std::ostream& err) {
   struct Tally {
     std::map<std::string, int64_t> outcomes;
     double partitioner_seconds = 0, oracle_seconds = 0, execution_seconds = 0;
@@ -250,8 +249,8 @@ int CheckMany(const std::vector<std::string>& files,
       const std::string spec = partitioner->spec();
       Tally& tally = tallies[spec];
       ++tally.modules;
-      absl::StatusOr<target::CheckOutcome> outcome =
-          target::CheckPartitioning(**module, *partitioner, options);
+      absl::StatusOr<check::CheckOutcome> outcome =
+          check::CheckPartitioning(**module, *partitioner, options);
       std::string line, key;
       if (!outcome.ok()) {
         key = "bad input";
@@ -260,32 +259,32 @@ int CheckMany(const std::vector<std::string>& files,
         tally.partitioner_seconds += outcome->self_report.seconds;
         tally.oracle_seconds += outcome->oracle_seconds;
         tally.execution_seconds += outcome->execution_seconds;
-        const std::string finding = target::FindingName(outcome->finding);
+        const std::string finding = check::FindingName(outcome->finding);
         switch (outcome->status) {
-          case target::CheckStatus::kHolds:
+          case check::CheckStatus::kHolds:
             key = "holds";
             break;
-          case target::CheckStatus::kFails:
+          case check::CheckStatus::kFails:
             key = finding.empty() ? "fails" : absl::StrCat("fails (", finding, ")");
             worst = kExitFails;
             break;
-          case target::CheckStatus::kCrash:
+          case check::CheckStatus::kCrash:
             key = "crash";
             worst = kExitFails;
             break;
-          case target::CheckStatus::kRejected:
+          case check::CheckStatus::kRejected:
             key = "rejected (xla-rejects-valid-module)";
             worst = kExitFails;
             break;
-          case target::CheckStatus::kTimeout:
+          case check::CheckStatus::kTimeout:
             key = "unknown: timeout";
             break;
-          case target::CheckStatus::kUnsupported:
+          case check::CheckStatus::kUnsupported:
             key =
                 absl::StrCat("unknown: ", finding.empty() ? reason_key(outcome->message) : finding);
             break;
         }
-        if (worst == kExitHolds && outcome->status != target::CheckStatus::kHolds) {
+        if (worst == kExitHolds && outcome->status != check::CheckStatus::kHolds) {
           worst = kExitUnknown;
         }
         line = outcome->message;
@@ -363,7 +362,7 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
   absl::StatusOr<std::vector<std::unique_ptr<target::PartitionerUnderTest>>> partitioners =
       target::MakePartitioners(choice->specs, choice->options);
   if (!partitioners.ok()) return BadInput(err, "check", partitioners.status().message());
-  target::CheckOptions options;
+  check::CheckOptions options;
   options.num_partitions = *partitions;
   options.trials = *trials;
   options.seed = static_cast<uint64_t>(*seed);
@@ -392,11 +391,11 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
   const int64_t effective_partitions = *partitions > 0 ? *partitions : (*module)->num_partitions();
   int worst = kExitHolds;
   bool any_xla = false;
-  target::VersionMatrix matrix(choice->other_xla_pythons, choice->options);
+  check::VersionMatrix matrix(choice->other_xla_pythons, choice->options);
   for (const auto& partitioner : *partitioners) {
     if (partitioners->size() > 1) out << "== " << partitioner->spec() << "\n";
-    absl::StatusOr<target::CheckOutcome> outcome =
-        target::CheckPartitioning(**module, *partitioner, options);
+    absl::StatusOr<check::CheckOutcome> outcome =
+        check::CheckPartitioning(**module, *partitioner, options);
     if (!outcome.ok()) return BadInput(err, "check", outcome.status().message());
     const target::PartitionerCapabilities can = partitioner->capabilities();
     std::string reproduce =
@@ -409,12 +408,12 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
     if (!options.execute) absl::StrAppend(&reproduce, " --no-execute");
     int code = Report(**module, *outcome, can.in_process, reproduce, out, err);
     // A finding of XLA's is tried on the other jaxlibs of the version matrix too.
-    std::vector<target::VersionCheck> versions;
-    const target::FailureSignature signature =
-        target::SignatureOf(partitioner->spec(), *outcome, **module);
+    std::vector<check::VersionCheck> versions;
+    const check::FailureSignature signature =
+        check::SignatureOf(partitioner->spec(), *outcome, **module);
     if (code == kExitFails && signature.claim && !matrix.empty()) {
       versions = matrix.Try(partitioner->spec(), **module, signature.text, options);
-      for (const target::VersionCheck& v : versions) {
+      for (const check::VersionCheck& v : versions) {
         out << "also on " << (v.versions.empty() ? v.venv : v.versions) << ": " << v.verdict
             << "\n";
       }
@@ -424,7 +423,7 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
           viz::CheckOutcomeJson(*outcome, path, reproduce, effective_partitions);
       if (!versions.empty()) {
         nlohmann::json list = nlohmann::json::array();
-        for (const target::VersionCheck& v : versions) {
+        for (const check::VersionCheck& v : versions) {
           list.push_back({{"venv", v.venv}, {"versions", v.versions}, {"verdict", v.verdict}});
         }
         result["other_versions"] = std::move(list);
@@ -434,8 +433,8 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
     if (page.has_value()) page->Add(*outcome, reproduce, effective_partitions);
     if (args->Has("--passes")) {
       if (partitioner->pass_dumping() != nullptr) {
-        absl::StatusOr<target::PassBisection> bisection =
-            target::BisectPasses(**module, *partitioner, options);
+        absl::StatusOr<check::PassBisection> bisection =
+            check::BisectPasses(**module, *partitioner, options);
         if (bisection.ok()) {
           out << "passes after spmd-partitioning, each against the global program:\n"
               << bisection->ToString();

@@ -1,5 +1,6 @@
 // The collective lint as the fuzz room's cost check (fuzz/campaign.h CostCheck): a proved
-// cheaper chain in a correct partitioning is a wasteful finding. Shared by `fuzz` and `reduce`.
+// cheaper chain in a correct partitioning is a wasteful finding. The lint judge's own routine
+// (check::CheaperChains), so that `check --lint`, `fuzz` and `reduce` find the same chains.
 #ifndef SPMDCHECK_TOOLS_LINT_COST_CHECK_H_
 #define SPMDCHECK_TOOLS_LINT_COST_CHECK_H_
 

@@ -3,7 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "target/version_matrix.h"
+#include "check/version_matrix.h"
 
 namespace spmdcheck::cli {
 
@@ -28,7 +28,7 @@ absl::StatusOr<PartitionerChoice> PartitionerChoiceFromArgs(const Args& args) {
   }
   if (!args.Get("--xla-venv").has_value()) {
     // The version matrix: the checkout's .venv-jax*/ (or SPMDCHECK_XLA_MATRIX).
-    choice.other_xla_pythons = target::DefaultMatrixPythons();
+    choice.other_xla_pythons = check::DefaultMatrixPythons();
   }
   if (std::optional<std::string> timeout = args.Get("--timeout")) {
     double seconds = 0;

@@ -25,7 +25,7 @@ struct PartitionerChoice {
   // target::ReproducePartitionerFlags).
   std::string reproduce_flags;
   // `--xla-venv A,B,...`: A is the jaxlib under test; the others are where findings are tried
-  // too (their pythons). Without --xla-venv: target::DefaultMatrixPythons().
+  // too (their pythons). Without --xla-venv: check::DefaultMatrixPythons().
   std::vector<std::string> other_xla_pythons;
 };
 

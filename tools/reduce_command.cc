@@ -16,13 +16,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "check/check_pipeline.h"
+#include "check/signature.h"
 #include "fuzz/reducer.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "oracle/equivalence.h"
-#include "target/check_pipeline.h"
 #include "target/process.h"
-#include "target/signature.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
 #include "tools/partitioner_flags.h"
@@ -197,26 +197,26 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
     if (!made.ok()) return BadInput(err, "reduce", made.status().message());
     if (made->size() != 1) return BadInput(err, "reduce", "--until takes one --partitioner");
     std::shared_ptr<target::PartitionerUnderTest> partitioner = std::move(made->front());
-    target::CheckOptions options;
+    check::CheckOptions options;
     options.num_partitions = 0;  // Each candidate's own count (the reducer shrinks the mesh).
     options.trials = *trials;
     options.seed = static_cast<uint64_t>(*seed);
-    const target::CheckStatus wanted = until == "fails"   ? target::CheckStatus::kFails
-                                       : until == "crash" ? target::CheckStatus::kCrash
-                                                          : target::CheckStatus::kUnsupported;
+    const check::CheckStatus wanted = until == "fails"   ? check::CheckStatus::kFails
+                                      : until == "crash" ? check::CheckStatus::kCrash
+                                                         : check::CheckStatus::kUnsupported;
     const std::string match = args->Get("--match").value_or("");
     // --until same: the original's failure signature (kind and op) must stay.
     std::string signature;
     if (until == "same") {
       options.num_partitions = 0;
-      absl::StatusOr<target::CheckOutcome> original =
-          target::CheckPartitioning(**module, *partitioner, options);
+      absl::StatusOr<check::CheckOutcome> original =
+          check::CheckPartitioning(**module, *partitioner, options);
       if (!original.ok()) return BadInput(err, "reduce", original.status().message());
-      signature = target::SignatureOf(partitioner->spec(), *original, **module).text;
+      signature = check::SignatureOf(partitioner->spec(), *original, **module).text;
       if (signature.empty()) {
         return BadInput(
             err, "reduce",
-            absl::StrCat(path, " does not fail (", target::CheckStatusName(original->status), ": ",
+            absl::StrCat(path, " does not fail (", check::CheckStatusName(original->status), ": ",
                          original->message.substr(0, 200), "): nothing to reduce"));
       }
       out << "signature: " << signature << "\n";
@@ -227,11 +227,11 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
     if (!match.empty()) absl::StrAppend(&what, " --match '", match, "'");
     interesting = [options, wanted, match, signature,
                    partitioner](const HloModule& m) -> absl::StatusOr<bool> {
-      absl::StatusOr<target::CheckOutcome> outcome =
-          target::CheckPartitioning(m, *partitioner, options);
+      absl::StatusOr<check::CheckOutcome> outcome =
+          check::CheckPartitioning(m, *partitioner, options);
       if (!outcome.ok()) return false;  // The candidate does not verify for the pipeline.
       if (!signature.empty()) {
-        if (target::SignatureOf(partitioner->spec(), *outcome, m).text != signature) return false;
+        if (check::SignatureOf(partitioner->spec(), *outcome, m).text != signature) return false;
       } else if (outcome->status != wanted) {
         return false;
       }

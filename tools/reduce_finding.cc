@@ -11,10 +11,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "check/check_pipeline.h"
+#include "check/version_matrix.h"
 #include "fuzz/finding_handover.h"
 #include "nlohmann/json.hpp"
-#include "target/check_pipeline.h"
-#include "target/version_matrix.h"
 #include "tools/lint_cost_check.h"
 #include "tools/module_loading.h"
 #include "tools/partitioner_flags.h"
@@ -102,7 +102,7 @@ int RunReduceFinding(const std::string& dir, const Args& args, std::ostream& out
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(module_path, err);
   if (!module.ok()) return BadInput(err, "reduce", module.status().message());
 
-  target::CheckOptions check;
+  check::CheckOptions check;
   check.num_partitions = 0;
   check.trials = *trials;
   check.seed = *seed;
@@ -153,7 +153,7 @@ int RunReduceFinding(const std::string& dir, const Args& args, std::ostream& out
   }
   record.reduction = reduced.ok() ? absl::StrCat("reduced: ", reduced->report.ToString())
                                   : absl::StrCat("not reduced: ", reduced.status().message());
-  target::VersionMatrix matrix(choice->other_xla_pythons, choice->options);
+  check::VersionMatrix matrix(choice->other_xla_pythons, choice->options);
   fuzz::FindingWriteOptions write;
   write.out_dir = std::filesystem::absolute(folder, ec).parent_path().string();
   write.wasteful = predicate.wasteful;

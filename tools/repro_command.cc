@@ -1,6 +1,6 @@
 // `spmdcheck repro MODULE --jax -o repro.py [--partitioner SPEC] [--seed S] [--trial T]
 // [--num-partitions N]`: a standalone script that reproduces a partitioning with nothing but
-// jax (see docs/repro.md and target/repro_script.h).
+// jax (see docs/repro.md and check/repro_script.h).
 #include <fstream>
 #include <string>
 #include <vector>
@@ -8,7 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "target/repro_script.h"
+#include "check/repro_script.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
 #include "tools/partitioner_flags.h"
@@ -74,15 +74,15 @@ int RunRepro(const std::vector<std::string>& argv, std::ostream& out, std::ostre
       target::MakePartitioners(choice->specs, choice->options);
   if (!partitioners.ok()) return BadInput(err, "repro", partitioners.status().message());
   if (partitioners->size() != 1) return BadInput(err, "repro", "repro takes one --partitioner");
-  target::ReproRequest request;
+  check::ReproRequest request;
   request.seed = *seed;
   request.trial = *trial;
   request.num_partitions = *partitions;
   request.command = absl::StrCat("spmdcheck repro ", absl::StrJoin(argv, " "));
   request.found = absl::StrCat("see `spmdcheck check ", path, " --seed ", *seed, " --partitioner ",
                                partitioners->front()->spec(), "`");
-  absl::StatusOr<target::ReproScript> script =
-      target::MakeReproScript(**module, *partitioners->front(), request);
+  absl::StatusOr<check::ReproScript> script =
+      check::MakeReproScript(**module, *partitioners->front(), request);
   if (!script.ok()) {
     if (absl::IsInvalidArgument(script.status())) {
       return BadInput(err, "repro", absl::StrCat(path, ": ", script.status().message()));
@@ -90,14 +90,14 @@ int RunRepro(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     err << "spmdcheck repro: unknown: " << path << ": " << script.status().message() << "\n";
     return kExitUnknown;
   }
-  absl::StatusOr<std::string> text = target::RenderReproScript(*script);
+  absl::StatusOr<std::string> text = check::RenderReproScript(*script);
   if (!text.ok()) return BadInput(err, "repro", text.status().message());
   const std::string out_path = *args->Get("-o");
   std::ofstream file(out_path, std::ios::binary | std::ios::trunc);
   file << *text;
   file.close();
   if (!file) return BadInput(err, "repro", absl::StrCat("cannot write ", out_path));
-  out << "wrote " << out_path << " (" << target::ReproModeName(script->mode) << ", "
+  out << "wrote " << out_path << " (" << check::ReproModeName(script->mode) << ", "
       << script->num_partitions << " devices, jax " << script->jax_version << "): python "
       << out_path << "\n";
   return kExitHolds;

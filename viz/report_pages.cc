@@ -21,22 +21,22 @@ namespace {
 std::string Num(double v) { return absl::StrFormat("%.1f", v); }
 
 // A verdict word as check prints it.
-const char* VerdictWord(target::CheckStatus status) {
+const char* VerdictWord(check::CheckStatus status) {
   switch (status) {
-    case target::CheckStatus::kHolds:
+    case check::CheckStatus::kHolds:
       return "holds";
-    case target::CheckStatus::kFails:
-    case target::CheckStatus::kCrash:
-    case target::CheckStatus::kRejected:
+    case check::CheckStatus::kFails:
+    case check::CheckStatus::kCrash:
+    case check::CheckStatus::kRejected:
       return "fails";
-    case target::CheckStatus::kUnsupported:
-    case target::CheckStatus::kTimeout:
+    case check::CheckStatus::kUnsupported:
+    case check::CheckStatus::kTimeout:
       return "unknown";
   }
   return "unknown";
 }
 
-int ExitCode(target::CheckStatus status) {
+int ExitCode(check::CheckStatus status) {
   const std::string word = VerdictWord(status);
   return word == "holds" ? 0 : word == "fails" ? 1 : 3;
 }
@@ -139,7 +139,7 @@ constexpr char kCostHeader[] =
     "<tr><th></th><th>collectives</th><th>collective-permutes</th><th>max bytes received per "
     "device</th><th>max bytes sent per device</th></tr>\n";
 
-nlohmann::json Execution(const std::optional<target::ExecutionCheck>& check) {
+nlohmann::json Execution(const std::optional<check::ExecutionCheck>& check) {
   if (!check.has_value()) return nullptr;
   return {{"verdict", VerdictName(check->verdict)},
           {"detail", check->detail},
@@ -205,7 +205,7 @@ std::string CollectiveChainSvg(const HloModule& module, int64_t num_partitions,
   return ChainSvgDocument(body, y + 4, "");
 }
 
-nlohmann::json CheckOutcomeJson(const target::CheckOutcome& o, const std::string& path,
+nlohmann::json CheckOutcomeJson(const check::CheckOutcome& o, const std::string& path,
                                 const std::string& reproduce, int64_t num_partitions) {
   nlohmann::json j;
   j["module"] = path;
@@ -214,8 +214,8 @@ nlohmann::json CheckOutcomeJson(const target::CheckOutcome& o, const std::string
   j["partitioner_version"] = o.self_report.version;
   j["partitioner_seconds"] = o.self_report.seconds;
   j["verdict"] = VerdictWord(o.status);
-  j["status"] = target::CheckStatusName(o.status);
-  const std::string finding = target::FindingName(o.finding);
+  j["status"] = check::CheckStatusName(o.status);
+  const std::string finding = check::FindingName(o.finding);
   j["finding"] = finding.empty() ? nlohmann::json(nullptr) : nlohmann::json(finding);
   j["message"] = o.message;
   j["exit_code"] = ExitCode(o.status);
@@ -274,7 +274,7 @@ nlohmann::json CheckOutcomeJson(const target::CheckOutcome& o, const std::string
   return j;
 }
 
-void CheckPage::Add(const target::CheckOutcome& o, const std::string& reproduce,
+void CheckPage::Add(const check::CheckOutcome& o, const std::string& reproduce,
                     int64_t num_partitions) {
   const std::string word = VerdictWord(o.status);
   const std::string spec = o.partitioner_spec.empty() ? "reference" : o.partitioner_spec;

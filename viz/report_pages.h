@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "check/check_pipeline.h"
 #include "ir/hlo_module.h"
 #include "lint/lint.h"
 #include "nlohmann/json.hpp"
-#include "target/check_pipeline.h"
 
 namespace spmdcheck::viz {
 
@@ -26,14 +26,14 @@ std::string CollectiveChainSvg(const HloModule& module, int64_t num_partitions,
 // One JSON object per partitioner's outcome (schema in docs/check.md): verdict, finding,
 // message, first wrong device and element, wrong devices, first divergence, XLA's checks, the
 // collective cost of the partitioned module, the reproduce line.
-nlohmann::json CheckOutcomeJson(const target::CheckOutcome& outcome, const std::string& path,
+nlohmann::json CheckOutcomeJson(const check::CheckOutcome& outcome, const std::string& path,
                                 const std::string& reproduce, int64_t num_partitions);
 
 // The check page: one section per partitioner (Add), then Write.
 class CheckPage {
  public:
   explicit CheckPage(std::string module_path) : path_(std::move(module_path)) {}
-  void Add(const target::CheckOutcome& outcome, const std::string& reproduce,
+  void Add(const check::CheckOutcome& outcome, const std::string& reproduce,
            int64_t num_partitions);
   std::string Html() const;
   absl::Status Write(const std::string& file) const;

@@ -7,9 +7,9 @@
 #include <string>
 
 #include "absl/types/span.h"
+#include "check/check_pipeline.h"
 #include "fuzz/program_gen.h"
 #include "fuzz/targets/fuzz_common.h"
-#include "target/check_pipeline.h"
 
 using spmdcheck::fuzz_targets::FuzzFail;
 
@@ -30,16 +30,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FuzzFail("generator error", program.ok() ? program->hlo_text : "",
              program.ok() ? "" : std::string(program.status().message()));
   }
-  spmdcheck::target::CheckOptions options;
+  spmdcheck::check::CheckOptions options;
   options.trials = 1;
-  absl::StatusOr<spmdcheck::target::CheckOutcome> outcome =
-      spmdcheck::target::CheckPartitioning(*program->module, options);
+  absl::StatusOr<spmdcheck::check::CheckOutcome> outcome =
+      spmdcheck::check::CheckPartitioning(*program->module, options);
   if (!outcome.ok()) {
     FuzzFail("generated program rejected", program->hlo_text,
              std::string(outcome.status().message()));
   }
-  if (outcome->status == spmdcheck::target::CheckStatus::kFails ||
-      outcome->status == spmdcheck::target::CheckStatus::kCrash) {
+  if (outcome->status == spmdcheck::check::CheckStatus::kFails ||
+      outcome->status == spmdcheck::check::CheckStatus::kCrash) {
     FuzzFail("partitioned program differs", program->hlo_text, outcome->message);
   }
   return 0;

@@ -209,7 +209,7 @@ def main():
     output_shardings = [xc.HloSharding.from_proto(p) for p in sharded.get_output_shardings()]
   else:
     print(f"compiling the per-device program for {N} devices (all manual: XLA partitions nothing)")
-    # Every value manual: XLA partitions nothing (see AsManualProgram in target/repro_script.cc).
+    # Every value manual: XLA partitions nothing (see AsManualProgram in check/repro_script.cc).
     sharded = compile_module(to_stablehlo(SHARDED_TEXT), N, True, False)
     parameter_shardings = [sharding_from_text(s) for s in PARAMETER_SHARDINGS]
     output_shardings = []

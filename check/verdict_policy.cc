@@ -1,17 +1,21 @@
-// The table of judges and the one verdict policy that combines their records (target/judges.h).
+// The table of judges and the one verdict policy that combines their records (check/judges.h).
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "target/judges.h"
+#include "check/judges.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 
-// Defined next to each judge (target/oracle_judge.cc, target/execution_judge.cc).
+// Defined next to each judge (check/oracle_judge.cc, check/execution_judge.cc,
+// check/lint_judge.cc, check/proof_judge.cc).
 const Judge& OracleJudgeInstance();
 const Judge& XlaExecutionsJudgeInstance();
+const Judge& LintJudgeInstance();
+const Judge& SmtProofsJudgeInstance();
 
 absl::Span<const Judge* const> Judges() {
-  static const Judge* const kJudges[] = {&OracleJudgeInstance(), &XlaExecutionsJudgeInstance()};
+  static const Judge* const kJudges[] = {&OracleJudgeInstance(), &XlaExecutionsJudgeInstance(),
+                                         &LintJudgeInstance(), &SmtProofsJudgeInstance()};
   return kJudges;
 }
 
@@ -132,6 +136,28 @@ constexpr PolicyRule kRules[] = {
      }},
 };
 
+// The judges that do not compare values decide nothing of their own; after the rules:
+//  * lint: a proved cheaper chain is a cost (a wasteful finding), never a miscompile: a note;
+//  * smt-proofs: a refuted collective is a proof against the partitioning, so the status never
+//    holds over it (unknown, `proof-disagrees`, for the oracle's and the proof's owners to
+//    settle); with a fail it is a note. Their unknowns change nothing.
+void ApplyCostAndProofJudges(CheckOutcome& outcome) {
+  if (const JudgeRecord* lint = FindJudgeRecord(outcome, "lint");
+      lint != nullptr && lint->verdict == Verdict::kFails) {
+    outcome.notes.push_back(absl::StrCat("lint (a cost, not a miscompile): ", lint->detail));
+  }
+  const JudgeRecord* proofs = FindJudgeRecord(outcome, "smt-proofs");
+  if (proofs == nullptr || proofs->verdict != Verdict::kFails) return;
+  if (outcome.status == CheckStatus::kHolds) {
+    Decide(outcome, CheckStatus::kUnsupported, Finding::kNone,
+           absl::StrCat("proof-disagrees: the oracle finds the partitioning correct, but Z3 "
+                        "refutes a collective: ",
+                        proofs->detail));
+  } else {
+    outcome.notes.push_back(absl::StrCat("smt-proofs: ", proofs->detail));
+  }
+}
+
 }  // namespace
 
 void ApplyVerdictPolicy(CheckOutcome& outcome) {
@@ -150,9 +176,10 @@ void ApplyVerdictPolicy(CheckOutcome& outcome) {
   for (const PolicyRule& rule : kRules) {
     if (rule.applies(evidence)) {
       rule.decide(evidence, outcome);
-      return;
+      break;
     }
   }
+  ApplyCostAndProofJudges(outcome);
 }
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check

@@ -1,4 +1,4 @@
-#include "target/check_pipeline.h"
+#include "check/check_pipeline.h"
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +12,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "check/judges.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
@@ -20,10 +21,14 @@
 #include "oracle/order_dependence.h"
 #include "oracle/shape_reduction.h"
 #include "oracle/sharded_values.h"
-#include "target/judges.h"
 #include "target/reference_partitioner.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
+
+using target::PartitionerUnderTest;
+using target::PartitionOutput;
+using target::PartitionStatus;
+using target::ReferencePartitioner;
 namespace {
 
 std::string VerifierErrors(const HloModule& module) {
@@ -466,4 +471,4 @@ absl::StatusOr<CheckOutcome> CheckPartitioning(const HloModule& global,
   return outcome;
 }
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check

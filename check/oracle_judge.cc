@@ -1,4 +1,4 @@
-// The oracle judge (target/judges.h): our N-device interpreter runs the partitioned program
+// The oracle judge (check/judges.h): our N-device interpreter runs the partitioned program
 // against the global one, with the partitioner's claims (which instruction holds which global
 // value) for the localisation of the first divergence.
 #include <chrono>
@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "check/judges.h"
 #include "oracle/equivalence.h"
-#include "target/judges.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 namespace {
 
 // Claims for the oracle's localisation from XLA's metadata: the last partitioned instruction
@@ -117,4 +117,4 @@ const Judge& OracleJudgeInstance() {
   return judge;
 }
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check

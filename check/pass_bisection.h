@@ -8,19 +8,19 @@
 // longer computes the global result, after one that did, names the pass. Dumps the oracle cannot
 // run (a CPU custom-call, a layout it does not model) are `unknown` with the reason, never a
 // verdict, and the pass is then named only as "between" the dumps around them.
-#ifndef SPMDCHECK_TARGET_PASS_BISECTION_H_
-#define SPMDCHECK_TARGET_PASS_BISECTION_H_
+#ifndef SPMDCHECK_CHECK_PASS_BISECTION_H_
+#define SPMDCHECK_CHECK_PASS_BISECTION_H_
 
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "check/check_pipeline.h"
 #include "ir/hlo_module.h"
 #include "ir/verdict.h"
-#include "target/check_pipeline.h"
 #include "target/partitioner_under_test.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 
 struct PassStep {
   std::string file;      // XLA's dump file.
@@ -42,13 +42,13 @@ struct PassBisection {
 // spmd-partitioning. Errors: the partitioner cannot dump its passes (pass_dumping() is null),
 // the compile did not produce a module, or XLA wrote no dumps.
 absl::StatusOr<PassBisection> BisectPasses(const HloModule& global,
-                                           PartitionerUnderTest& partitioner,
+                                           target::PartitionerUnderTest& partitioner,
                                            const CheckOptions& options);
 
 // ("HLO_passes_through_layout_assignment", "simplification") from
 // "module_0002.dus.0012.HLO_passes_through_layout_assignment.after_simplification.before_x.txt".
 std::pair<std::string, std::string> PipelineAndPass(const std::string& file);
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check
 
-#endif  // SPMDCHECK_TARGET_PASS_BISECTION_H_
+#endif  // SPMDCHECK_CHECK_PASS_BISECTION_H_

@@ -2,19 +2,19 @@
 // under test is the project's .venv (the newest jax on PyPI, pinned); older pins stay as
 // .venv-jaxV environments (workers/xla/requirements-jaxV.txt, made by scripts/common.sh), or
 // are named with --xla-venv A,B,... / SPMDCHECK_XLA_MATRIX.
-#ifndef SPMDCHECK_TARGET_VERSION_MATRIX_H_
-#define SPMDCHECK_TARGET_VERSION_MATRIX_H_
+#ifndef SPMDCHECK_CHECK_VERSION_MATRIX_H_
+#define SPMDCHECK_CHECK_VERSION_MATRIX_H_
 
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "check/check_pipeline.h"
 #include "ir/hlo_module.h"
-#include "target/check_pipeline.h"
 #include "target/partitioner_under_test.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 
 // One other jaxlib's answer.
 struct VersionCheck {
@@ -34,7 +34,7 @@ std::vector<std::string> DefaultMatrixPythons();
 // are made once per (python, spec) and kept in `cache` for later findings.
 class VersionMatrix {
  public:
-  VersionMatrix(std::vector<std::string> pythons, TargetOptions options)
+  VersionMatrix(std::vector<std::string> pythons, target::TargetOptions options)
       : pythons_(std::move(pythons)), options_(std::move(options)) {}
   bool empty() const { return pythons_.empty(); }
   const std::vector<std::string>& pythons() const { return pythons_; }
@@ -43,10 +43,10 @@ class VersionMatrix {
 
  private:
   std::vector<std::string> pythons_;
-  TargetOptions options_;
-  std::map<std::string, std::unique_ptr<PartitionerUnderTest>> cache_;
+  target::TargetOptions options_;
+  std::map<std::string, std::unique_ptr<target::PartitionerUnderTest>> cache_;
 };
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check
 
-#endif  // SPMDCHECK_TARGET_VERSION_MATRIX_H_
+#endif  // SPMDCHECK_CHECK_VERSION_MATRIX_H_

@@ -18,15 +18,15 @@
 //   XLA:  the source op of the earliest suspect (its metadata op_name), i.e. the handler that
 //         made the first wrong value, not the op that first showed it.
 // Otherwise the first diverging global instruction's opcode, else the root's.
-#ifndef SPMDCHECK_TARGET_SIGNATURE_H_
-#define SPMDCHECK_TARGET_SIGNATURE_H_
+#ifndef SPMDCHECK_CHECK_SIGNATURE_H_
+#define SPMDCHECK_CHECK_SIGNATURE_H_
 
 #include <string>
 
+#include "check/check_pipeline.h"
 #include "ir/hlo_module.h"
-#include "target/check_pipeline.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 
 struct FailureSignature {
   std::string text;    // Empty: no failure (holds, or a plain unknown).
@@ -43,6 +43,6 @@ std::string SignaturePrefix(const std::string& spec);
 // A signature as a file or folder name.
 std::string SanitizedName(const std::string& text);
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check
 
-#endif  // SPMDCHECK_TARGET_SIGNATURE_H_
+#endif  // SPMDCHECK_CHECK_SIGNATURE_H_

@@ -1,4 +1,4 @@
-#include "target/version_matrix.h"
+#include "check/version_matrix.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,12 +7,18 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "check/signature.h"
 #include "ir/data_dir.h"
-#include "target/signature.h"
 #include "target/xla_partitioner.h"
 #include "target/xla_worker.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
+
+using target::CapabilitiesOfSpec;
+using target::MakePartitioner;
+using target::PartitionerCapabilities;
+using target::PartitionerUnderTest;
+using target::TargetOptions;
 namespace {
 
 std::string Env(const char* name) {
@@ -100,4 +106,4 @@ std::vector<VersionCheck> VersionMatrix::Try(const std::string& spec, const HloM
   return out;
 }
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check

@@ -1,4 +1,4 @@
-// The xla-executions judge (target/judges.h): XLA's sharded executable against its one-device
+// The xla-executions judge (check/judges.h): XLA's sharded executable against its one-device
 // run of the global program, and our interpreter against that run, on the oracle's inputs.
 #include <chrono>
 #include <optional>
@@ -9,12 +9,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "check/judges.h"
 #include "oracle/engine.h"
 #include "oracle/inputs.h"
 #include "oracle/sharded_values.h"
-#include "target/judges.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
+
+using target::PartitionerUnderTest;
+using target::PartitionOutput;
 namespace {
 
 bool HasManualRegions(const HloModule& module) {
@@ -313,4 +316,4 @@ const Judge& XlaExecutionsJudgeInstance() {
   return judge;
 }
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check

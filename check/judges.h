@@ -1,7 +1,7 @@
 // The judges of a partitioning, as a table: each judge compares the partitioned program with the
 // global one in its own way and records what it found in the CheckOutcome; one verdict policy
-// (target/verdict_policy.cc) then combines their records into the outcome's status. The check
-// pipeline (target/check_pipeline.cc) prepares the two programs, runs every judge of `Judges()`
+// (check/verdict_policy.cc) then combines their records into the outcome's status. The check
+// pipeline (check/check_pipeline.cc) prepares the two programs, runs every judge of `Judges()`
 // that applies, in order, and applies the policy. A new judge is a class here and a line in
 // `Judges()`, as llvm-reduce registers its delta passes.
 //
@@ -11,32 +11,37 @@
 //  * xla-executions: the partitioner's own executables (XLA's sharded executable against its
 //    one-device run of the global program: "xla-end-to-end") and our interpreter against that
 //    one-device run ("interpreter-vs-xla"); applies when the partitioner has executables and
-//    --no-execute is not given.
-// The lint (cheaper collective chains, lint/) and the SMT proofs (smt/) judge a correct
-// partitioning's cost and rewrite rules; they live in rooms above this one and are run by the
-// campaign and their own subcommands, not yet from this table (docs/architecture.md).
-#ifndef SPMDCHECK_TARGET_JUDGES_H_
-#define SPMDCHECK_TARGET_JUDGES_H_
+//    --no-execute is not given;
+//  * lint (CheckOptions::lint): the collective lint (lint/) on a partitioned program the oracle
+//    finds correct: `fails` when it proves a cheaper chain (CheckOutcome::cheaper_chains). It
+//    judges cost, not values: the verdict policy makes it a note, never a miscompile;
+//  * smt-proofs (CheckOptions::prove): Z3 proves every collective of the partitioned program
+//    consistent with the shardings at its ends (smt/instruction_checks.h). A refutation is a
+//    proof against the partitioning: the policy never lets the status hold over it. A timeout
+//    or a collective it cannot encode is unknown, never holds.
+#ifndef SPMDCHECK_CHECK_JUDGES_H_
+#define SPMDCHECK_CHECK_JUDGES_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
+#include "check/check_pipeline.h"
 #include "ir/hlo_module.h"
 #include "ir/sharding.h"
-#include "target/check_pipeline.h"
 #include "target/partitioner_under_test.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 
 // What every judge sees: the programs (as the partitioner received them, and as judged: XLA's
 // received module with the shardings it settled on), their oracle forms (narrow floats widened),
 // the partitioner's output (its executables), the shardings of the entry's parameters and
 // result leaves, and the check's options.
 struct JudgeInputs {
-  PartitionerUnderTest& partitioner;
-  const PartitionOutput& output;
+  target::PartitionerUnderTest& partitioner;
+  const target::PartitionOutput& output;
   const HloModule& sent;
   const HloModule& judged;
   const HloModule& oracle_global;
@@ -71,6 +76,12 @@ absl::Span<const Judge* const> Judges();
 // the partitioner's executables were run.
 void ApplyVerdictPolicy(CheckOutcome& outcome);
 
+// The lint's proved cheaper chains in `partitioned` (printed as `text`), judged against `global`
+// (the program the partitioner received: its annotations are the user's constraints). Shared
+// with the fuzz campaign's cost check. Empty when the lint cannot run.
+std::vector<CheaperChain> CheaperChains(const HloModule& partitioned, const std::string& text,
+                                        const HloModule& global, int64_t timeout_ms = 2000);
+
 // Judges' helpers shared with tests.
 // The trials XLA's executables run, in order: the oracle's trials 0..trials-1; when only the
 // oracle has seen a difference (on `oracle_failing_trial`), that trial's inputs first and as many
@@ -83,6 +94,6 @@ std::vector<HloSharding> LeafShardings(const HloSharding& sharding, const Shape&
 // The record of judge `name` in `outcome`, or null.
 const JudgeRecord* FindJudgeRecord(const CheckOutcome& outcome, absl::string_view name);
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check
 
-#endif  // SPMDCHECK_TARGET_JUDGES_H_
+#endif  // SPMDCHECK_CHECK_JUDGES_H_

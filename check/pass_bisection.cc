@@ -1,4 +1,4 @@
-#include "target/pass_bisection.h"
+#include "check/pass_bisection.h"
 
 #include <algorithm>
 #include <utility>
@@ -11,7 +11,11 @@
 #include "ir/verifier.h"
 #include "oracle/equivalence.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
+
+using target::PartitionerUnderTest;
+using target::PassDump;
+using target::PassDumping;
 
 std::pair<std::string, std::string> PipelineAndPass(const std::string& file) {
   if (absl::EndsWith(file, "after_optimizations.txt")) return {"(end)", "after_optimizations"};
@@ -145,4 +149,4 @@ absl::StatusOr<PassBisection> BisectPasses(const HloModule& global,
   return bisection;
 }
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check

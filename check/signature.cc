@@ -1,4 +1,4 @@
-#include "target/signature.h"
+#include "check/signature.h"
 
 #include <algorithm>
 #include <cctype>
@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 namespace {
 
 // The opcode of the global instruction `name` in `program`, or `name` itself.
@@ -209,4 +209,4 @@ FailureSignature SignatureOf(const std::string& spec, const CheckOutcome& outcom
   return signature;
 }
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check

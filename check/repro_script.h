@@ -11,8 +11,8 @@
 //  * any other partitioner (reference, cmd:): the script runs the per-device program that
 //    partitioner wrote, unpartitioned, on N devices with each device's shard of the inputs, so
 //    XLA's runtime is the judge of another partitioner's output.
-#ifndef SPMDCHECK_TARGET_REPRO_SCRIPT_H_
-#define SPMDCHECK_TARGET_REPRO_SCRIPT_H_
+#ifndef SPMDCHECK_CHECK_REPRO_SCRIPT_H_
+#define SPMDCHECK_CHECK_REPRO_SCRIPT_H_
 
 #include <cstdint>
 #include <string>
@@ -23,7 +23,7 @@
 #include "ir/literal.h"
 #include "target/partitioner_under_test.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 
 enum class ReproMode { kGspmd, kShardy, kPartitioned };
 const char* ReproModeName(ReproMode mode);
@@ -60,9 +60,9 @@ struct ReproRequest {
 // XLA worker converts the module; for any other partitioner it partitions the module (a
 // partitioning failure is returned as an error with the partitioner's message).
 absl::StatusOr<ReproScript> MakeReproScript(const HloModule& global,
-                                            PartitionerUnderTest& partitioner,
+                                            target::PartitionerUnderTest& partitioner,
                                             const ReproRequest& request);
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check
 
-#endif  // SPMDCHECK_TARGET_REPRO_SCRIPT_H_
+#endif  // SPMDCHECK_CHECK_REPRO_SCRIPT_H_

@@ -1,4 +1,4 @@
-#include "target/repro_script.h"
+#include "check/repro_script.h"
 
 #include <fstream>
 #include <sstream>
@@ -18,11 +18,17 @@
 #include "target/xla_partitioner.h"
 #include "target/xla_worker.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
+
+using target::EncodeArray;
+using target::PartitionerUnderTest;
+using target::PartitionOutput;
+using target::PartitionStatus;
+using target::XlaPartitioner;
 namespace {
 
 constexpr char kTemplate[] =
-#include "target/repro_template.inc"
+#include "check/repro_template.inc"
     ;
 
 // A Python string literal holding `text` exactly: a raw triple-quoted string where that is
@@ -214,4 +220,4 @@ absl::StatusOr<ReproScript> MakeReproScript(const HloModule& global,
   return script;
 }
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check

@@ -10,8 +10,8 @@
 // `fails` is claimed only when XLA's own execution confirms it (end to end). A disagreement only
 // our oracle sees is `oracle-only`, one between the interpreters `oracle-disagrees`: both are
 // unknown verdicts to investigate, never reported as XLA bugs.
-#ifndef SPMDCHECK_TARGET_CHECK_PIPELINE_H_
-#define SPMDCHECK_TARGET_CHECK_PIPELINE_H_
+#ifndef SPMDCHECK_CHECK_CHECK_PIPELINE_H_
+#define SPMDCHECK_CHECK_CHECK_PIPELINE_H_
 
 #include <cstdint>
 #include <memory>
@@ -26,7 +26,7 @@
 #include "partitioner/partitioner.h"
 #include "target/partitioner_under_test.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::check {
 
 struct CheckOptions {
   int64_t num_partitions = 0;  // 0: the module's.
@@ -53,6 +53,14 @@ struct CheckOptions {
   // limit. Campaigns and reductions set one: a program whose loop runs a million times must not
   // take their time budget.
   double oracle_seconds = 0;
+  // The lint judge: the collective lint (lint/) on a partitioned program the oracle finds
+  // correct; a proved cheaper chain is a wasteful finding (a cost, never a miscompile).
+  bool lint = false;
+  // The SMT proofs judge: Z3 proves every collective of the partitioned program consistent with
+  // the shardings at its two ends (smt/instruction_checks.h, unannotated values inferred).
+  bool prove = false;
+  // Per proof, for both judges; a proof that runs out of it is unknown, never holds.
+  int64_t proof_timeout_ms = 2000;
 };
 
 enum class CheckStatus {
@@ -88,15 +96,26 @@ struct ExecutionCheck {
   int64_t trial = -1;
   int64_t trials_run = 0;
   bool padding_dependent = false;  // Fails with poisoned input padding, holds with zeros.
-  // What XLA's sharded run was compared with (PartitionerUnderTest::GlobalRunName).
+  // What XLA's sharded run was compared with (target::PartitionerUnderTest::GlobalRunName).
   std::string reference = "single-device run";
 };
 
-// What one judge (target/judges.h) found: its verdict, the first difference or why it could not
+// A cheaper chain the lint proved in a correct partitioning (the lint judge): the pattern names
+// the signature `<partitioner>.wasteful.<pattern>`.
+struct CheaperChain {
+  std::string pattern;
+  std::string message;
+  // What it proposes, in terms a reduction keeps (no sizes): the value whose sharding to change
+  // and the better sharding, or the collectives the proposed chain uses.
+  std::string proposal;
+};
+
+// What one judge (check/judges.h) found: its verdict, the first difference or why it could not
 // judge, its time. `ran` is false when it could not run at all (the oracle refused the program,
 // XLA's executables not run under --no-execute).
 struct JudgeRecord {
-  std::string judge;  // `oracle`, `xla-end-to-end`, `interpreter-vs-xla`.
+  // `oracle`, `xla-end-to-end`, `interpreter-vs-xla`, `lint`, `smt-proofs`.
+  std::string judge;
   Verdict verdict = Verdict::kUnknown;
   std::string detail;
   double seconds = 0;
@@ -110,12 +129,13 @@ struct CheckOutcome {
   std::string shrink_note;         // Non-empty when shapes were shrunk: what to.
   std::vector<std::string> notes;  // How the module was prepared, what XLA changed.
   std::string partitioner_spec;
-  PartitionerSelfReport self_report;
-  double oracle_seconds = 0;         // Our oracle's check (both programs, every trial).
-  double execution_seconds = 0;      // XLA's executions and our interpreter on the global program.
-  double interpreter_seconds = 0;    // ... of which our interpreter.
-  std::vector<PassDump> pass_dumps;  // The partitioner's, when it was asked for them.
-  std::vector<JudgeRecord> judges;   // In the order the judges ran; the status combines them.
+  target::PartitionerSelfReport self_report;
+  double oracle_seconds = 0;       // Our oracle's check (both programs, every trial).
+  double execution_seconds = 0;    // XLA's executions and our interpreter on the global program.
+  double interpreter_seconds = 0;  // ... of which our interpreter.
+  std::vector<target::PassDump> pass_dumps;  // The partitioner's, when it was asked for them.
+  std::vector<JudgeRecord> judges;  // In the order the judges ran; the status combines them.
+  std::vector<CheaperChain> cheaper_chains;  // The lint judge's proved findings.
   bool oracle_ran = false;
   oracle::EquivReport report;  // The oracle: partitioned vs global.
   std::optional<ExecutionCheck> xla_end_to_end;
@@ -140,7 +160,7 @@ std::string MetadataOpName(const HloInstruction& instruction);
 // InvalidArgument only for a module that does not verify (or that the reference partitioner
 // calls inconsistent); everything else is an outcome.
 absl::StatusOr<CheckOutcome> CheckPartitioning(const HloModule& global,
-                                               PartitionerUnderTest& partitioner,
+                                               target::PartitionerUnderTest& partitioner,
                                                const CheckOptions& options);
 // The reference partitioner (with options.inject_bug).
 absl::StatusOr<CheckOutcome> CheckPartitioning(const HloModule& global,
@@ -150,6 +170,6 @@ absl::StatusOr<CheckOutcome> CheckPartitioning(const HloModule& global,
 // changes: what a round trip changed.
 std::vector<std::string> DescribeModuleChanges(const HloModule& sent, const HloModule& received);
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::check
 
-#endif  // SPMDCHECK_TARGET_CHECK_PIPELINE_H_
+#endif  // SPMDCHECK_CHECK_CHECK_PIPELINE_H_
