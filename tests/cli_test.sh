@@ -75,6 +75,12 @@ expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/che
 expect 0 "fails" -- python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["results"][0]; assert r["first_wrong_element"] is not None; print(r["verdict"])' "$tmp/check-fails.json"
 "$bin" check "$src/corpus/hlo/sharded_matmul.hlo" --format json > "$tmp/check-holds.json"
 expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/check-schema.json" "$tmp/check-holds.json"
+# The judges a flag switches on: a line each, and their entries in the JSON.
+expect 0 "lint: holds: 0 chain(s)" -- "$bin" check "$src/corpus/hlo/pipeline_while.hlo" --lint --prove
+expect 0 "smt-proofs: unknown: 1 of 3 collective(s) unknown" -- "$bin" check "$src/corpus/hlo/pipeline_while.hlo" --lint --prove
+"$bin" check "$src/corpus/hlo/pipeline_while.hlo" --lint --prove --format json > "$tmp/check-judges.json"
+expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/check-schema.json" "$tmp/check-judges.json"
+expect 0 '"smt-proofs"' -- cat "$tmp/check-judges.json"
 expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/fuzz-summary-schema.json" "$tmp/fuzz-bug/summary.json"
 expect 0 "" -- python3 "$src/tests/validate_json_schema.py" "$src/tests/data/fuzz-summary-schema.json" "$tmp/fuzz-clean/summary.json"
 expect 2 "unknown pattern" -- "$bin" fuzz --cases 1 --pattern-weights no-such-pattern=1

@@ -58,6 +58,10 @@ files or a directory (its *.hlo): one line per module and partitioner, then a su
   --dump DIR              write what each partitioner received and produced to DIR
   --passes                XLA: compile again with every pass dumped and run the oracle on each
                           dump after spmd-partitioning (which pass broke it; docs/check.md)
+  --lint                  also run the collective lint on a correct partitioning: a proved
+                          cheaper chain is reported (a cost, never a miscompile)
+  --prove                 also prove every collective of the partitioned module consistent
+                          with its operand's and result's shardings (Z3; refuted: unknown)
   --format text|json      json: one object per partitioner (docs/check.md), nothing else
   --html FILE             also write a page: verdict, wrong devices, collective chain, costs
 )"
@@ -94,6 +98,24 @@ void WriteDump(const std::string& dir, const std::string& spec, const std::strin
 }
 
 // Prints one partitioner's verdict; returns its exit code.
+// The judges a flag switches on (--lint, --prove): one line each, and the lint's chains.
+void PrintOptionalJudges(const check::CheckOutcome& o, std::ostream& out) {
+  for (const check::JudgeRecord& record : o.judges) {
+    if (record.judge != "lint" && record.judge != "smt-proofs") continue;
+    if (record.judge == "lint" && !o.cheaper_chains.empty()) {
+      out << "lint: fails: " << o.cheaper_chains.size()
+          << " cheaper chain(s) proved (a cost; the result holds):\n";
+    } else {
+      out << record.judge << ": " << VerdictName(record.verdict)
+          << (record.detail.empty() ? "" : ": ") << record.detail << "\n";
+    }
+    if (record.judge != "lint") continue;
+    for (const check::CheaperChain& chain : o.cheaper_chains) {
+      out << "  " << chain.pattern << ": " << chain.message << "\n";
+    }
+  }
+}
+
 int Report(const HloModule& global, const check::CheckOutcome& o, bool in_process,
            const std::string& reproduce, std::ostream& out, std::ostream& err) {
   if (o.finding == check::Finding::kUnavailable) {
@@ -325,9 +347,9 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
   std::set<std::string> value_flags = {"--num-partitions", "--trials", "--seed", "--compare",
                                        "--dump",           "--format", "--html"};
   value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
-  absl::StatusOr<Args> args =
-      Args::Parse(argv, value_flags,
-                  {"--stats", "--no-shrink", "--no-widen", "--no-execute", "--passes", "--help"});
+  absl::StatusOr<Args> args = Args::Parse(argv, value_flags,
+                                          {"--stats", "--no-shrink", "--no-widen", "--no-execute",
+                                           "--passes", "--lint", "--prove", "--help"});
   if (!args.ok()) return BadInput(err, "check", args.status().message());
   // --format json: the text report goes nowhere, one JSON document is printed at the end.
   const std::string format = args->Get("--format").value_or("text");
@@ -369,6 +391,8 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
   options.shrink = !args->Has("--no-shrink");
   options.widen_narrow_floats = !args->Has("--no-widen");
   options.execute = !args->Has("--no-execute");
+  options.lint = args->Has("--lint");
+  options.prove = args->Has("--prove");
   const std::string& path = args->positional()[0];
   if (args->positional().size() > 1 || std::filesystem::is_directory(path)) {
     if (format == "json" || page.has_value()) {
@@ -406,7 +430,10 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
     if (!options.shrink) absl::StrAppend(&reproduce, " --no-shrink");
     if (!options.widen_narrow_floats) absl::StrAppend(&reproduce, " --no-widen");
     if (!options.execute) absl::StrAppend(&reproduce, " --no-execute");
+    if (options.lint) absl::StrAppend(&reproduce, " --lint");
+    if (options.prove) absl::StrAppend(&reproduce, " --prove");
     int code = Report(**module, *outcome, can.in_process, reproduce, out, err);
+    PrintOptionalJudges(*outcome, out);
     // A finding of XLA's is tried on the other jaxlibs of the version matrix too.
     std::vector<check::VersionCheck> versions;
     const check::FailureSignature signature =

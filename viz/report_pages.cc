@@ -271,6 +271,22 @@ nlohmann::json CheckOutcomeJson(const check::CheckOutcome& o, const std::string&
   j["partitioner_notes"] = o.self_report.notes;
   j["shrunk"] = o.shrink_note;
   j["reproduce"] = reproduce;
+  // Every judge that ran or was asked for (check/judges.h), and the lint judge's chains.
+  nlohmann::json judges = nlohmann::json::array();
+  for (const check::JudgeRecord& record : o.judges) {
+    judges.push_back({{"judge", record.judge},
+                      {"verdict", VerdictName(record.verdict)},
+                      {"detail", record.detail},
+                      {"seconds", record.seconds},
+                      {"ran", record.ran}});
+  }
+  j["judges"] = std::move(judges);
+  nlohmann::json chains = nlohmann::json::array();
+  for (const check::CheaperChain& chain : o.cheaper_chains) {
+    chains.push_back(
+        {{"pattern", chain.pattern}, {"message", chain.message}, {"proposal", chain.proposal}});
+  }
+  j["cheaper_chains"] = std::move(chains);
   return j;
 }
 
