@@ -52,18 +52,18 @@ std::string Where(const CheckOutcome& outcome, const HloModule& program) {
         outcome.xla_end_to_end.has_value() && outcome.xla_end_to_end->output >= 0;
     auto usable = [&](const std::string& op) { return op != "tuple" || !xla_output_known; };
     if (outcome.judged_global != nullptr) {
-      const std::string op = OpcodeOf(*outcome.judged_global, holds);
+      std::string op = OpcodeOf(*outcome.judged_global, holds);
       if (op != holds && usable(op)) return op;
     }
     for (const std::string& name : {holds, holds.substr(0, holds.rfind('.'))}) {
-      const std::string op = OpcodeOf(program, name);
+      std::string op = OpcodeOf(program, name);
       if (op != name && usable(op)) return op;
     }
   }
   if (outcome.status == CheckStatus::kCrash && outcome.judged_global == nullptr) {
     const std::string& m = outcome.message;
     const std::string first = m.substr(0, std::min<size_t>(m.find_first_of(" :("), 24));
-    const std::string op = OpcodeOf(program, first);
+    std::string op = OpcodeOf(program, first);
     if (op != first) return op;
   }
   if (outcome.xla_end_to_end.has_value() && outcome.xla_end_to_end->output >= 0) {

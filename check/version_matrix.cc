@@ -73,7 +73,7 @@ std::vector<VersionCheck> VersionMatrix::Try(const std::string& spec, const HloM
   for (const std::string& python : pythons_) {
     VersionCheck v;
     v.venv = python;
-    std::unique_ptr<PartitionerUnderTest>& other = cache_[python + "\n" + spec];
+    std::unique_ptr<PartitionerUnderTest>& other = cache_[absl::StrCat(python, "\n", spec)];
     if (other == nullptr) {
       TargetOptions t = options_;
       t.python = python;
