@@ -679,21 +679,36 @@ bool Builder::ManualRegion(Choices& ch, bool loop) {
       if (root == nullptr) return false;
       bc->set_root(root);
     }
-    HloInstruction* zero = scalar_const(entry_, PrimitiveType::kS32, 0);
-    if (zero == nullptr) return false;
+    // The loop is a called computation's, as jax lowers a shard_map body to its own function:
+    // XLA's StableHLO import merges equal constants of one function whatever their shardings,
+    // and the loop counter's manual 0 shared with a replicated 0 of the entry made GSPMD abort
+    // (hlo_sharding.cc `!IsManualLeaf()`, fuzz seed 20261204 case 73).
+    auto region = std::make_unique<HloComputation>(absl::StrCat("manual_region.", id));
+    HloComputation* rc = region.get();
+    auto rp = Make(HloOpcode::kParameter, "x", local);
+    rp->set_parameter_number(0);
+    HloInstruction* rx = mark(rc, std::move(rp), manual);
+    HloInstruction* zero = scalar_const(rc, PrimitiveType::kS32, 0);
+    if (rx == nullptr || zero == nullptr) return false;
     HloInstruction* init =
-        mark(entry_, Make(HloOpcode::kTuple, "tuple", state, {zero, lx}), state_manual);
+        mark(rc, Make(HloOpcode::kTuple, "tuple", state, {zero, rx}), state_manual);
     if (init == nullptr) return false;
     auto w = Make(HloOpcode::kWhile, "manual-while", state, {init});
     w->mutable_called().push_back(CalledComputations{"condition", {cond.get()}, false});
     w->mutable_called().push_back(CalledComputations{"body", {body.get()}, false});
-    HloInstruction* wp = mark(entry_, std::move(w), state_manual);
+    HloInstruction* wp = mark(rc, std::move(w), state_manual);
     if (wp == nullptr) return false;
-    pending_.push_back(std::move(cond));
-    pending_.push_back(std::move(body));
     auto g = Make(HloOpcode::kGetTupleElement, "get-tuple-element", local, {wp});
     g->mutable_attrs().tuple_index = 1;
-    result = mark(entry_, std::move(g), manual);
+    HloInstruction* gp = mark(rc, std::move(g), manual);
+    if (gp == nullptr) return false;
+    rc->set_root(gp);
+    pending_.push_back(std::move(cond));
+    pending_.push_back(std::move(body));
+    pending_.push_back(std::move(region));
+    auto call = Make(HloOpcode::kCall, "manual-call", local, {lx});
+    call->mutable_called().push_back(CalledComputations{"to_apply", {rc}, false});
+    result = mark(entry_, std::move(call), manual);
   }
   if (result == nullptr) return false;
   auto to_full = Make(HloOpcode::kCustomCall, "to-full", global, {result});

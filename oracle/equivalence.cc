@@ -177,12 +177,14 @@ absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(
   return claims;
 }
 
-// The backward cone of `diverging` through unclaimed instructions (Divergence::suspects).
-std::vector<Divergence::Suspect> SuspectsOf(
-    const HloInstruction& diverging,
-    const absl::flat_hash_map<const HloInstruction*, Claim>& claims) {
-  std::vector<const HloInstruction*> cone = {&diverging};
-  absl::flat_hash_set<const HloInstruction*> seen = {&diverging};
+// The unclaimed instructions that feed `roots` (their operands, theirs, ...), stopping at
+// claimed values and parameters; `roots` themselves are included.
+absl::flat_hash_set<const HloInstruction*> UnclaimedCone(
+    const std::vector<const HloInstruction*>& roots,
+    const absl::flat_hash_map<const HloInstruction*, Claim>& claims,
+    std::vector<const HloInstruction*>* order = nullptr) {
+  std::vector<const HloInstruction*> cone = roots;
+  absl::flat_hash_set<const HloInstruction*> seen(roots.begin(), roots.end());
   for (size_t i = 0; i < cone.size(); ++i) {
     for (const HloInstruction* operand : cone[i]->operands()) {
       if (claims.contains(operand) || operand->opcode() == HloOpcode::kParameter ||
@@ -192,6 +194,26 @@ std::vector<Divergence::Suspect> SuspectsOf(
       cone.push_back(operand);
     }
   }
+  if (order != nullptr) *order = std::move(cone);
+  return seen;
+}
+
+// The backward cone of `diverging` through unclaimed instructions (Divergence::suspects), less
+// what also fed a claimed value the oracle found right before it (`verified`): a partition
+// offset or a constant that XLA's partitioner shares between the handlers of two source ops
+// (CSE) made a right value there, so it is not the first wrong one (a dynamic-update-slice's
+// wrong select was named after the reverse whose offset it reused).
+std::vector<Divergence::Suspect> SuspectsOf(
+    const HloInstruction& diverging,
+    const absl::flat_hash_map<const HloInstruction*, Claim>& claims,
+    const std::vector<const HloInstruction*>& verified) {
+  std::vector<const HloInstruction*> cone;
+  (void)UnclaimedCone({&diverging}, claims, &cone);
+  const absl::flat_hash_set<const HloInstruction*> right = UnclaimedCone(verified, claims);
+  cone.erase(
+      std::remove_if(cone.begin(), cone.end(),
+                     [&](const HloInstruction* i) { return i != &diverging && right.contains(i); }),
+      cone.end());
   std::sort(cone.begin(), cone.end(), [](const HloInstruction* a, const HloInstruction* b) {
     return a->index_in_parent() < b->index_in_parent();
   });
@@ -469,6 +491,9 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
   absl::flat_hash_set<std::string> wanted;
   for (const auto& [instruction, claim] : claims) wanted.insert(claim.holds);
   absl::flat_hash_map<std::string, Literal> global_values;
+  // Claimed instructions checked right on every device before the first divergence.
+  std::vector<const HloInstruction*> verified;
+  absl::flat_hash_set<const HloInstruction*> verified_set;
   first_engine.set_observer([&](const HloInstruction& instruction, absl::Span<const int64_t>,
                                 absl::Span<const ValueRef> values) {
     if (wanted.contains(instruction.name())) {
@@ -514,9 +539,15 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
         divergence.mismatch = **compared;
       }
     }
-    if (divergence.devices_wrong == 0) return;
+    if (divergence.devices_wrong == 0) {
+      if (verified_set.insert(&instruction).second) verified.push_back(&instruction);
+      return;
+    }
     divergence.instruction = instruction.name();
-    divergence.suspects = SuspectsOf(instruction, claims);
+    // Right on an earlier trip of a loop and wrong now: what made it then is no evidence.
+    divergence.suspects = SuspectsOf(
+        instruction, claims,
+        verified_set.contains(&instruction) ? std::vector<const HloInstruction*>{} : verified);
     divergence.location = instruction.location();
     divergence.holds = claim->second.holds;
     divergence.sharding = claim->second.sharding.ToString(false);

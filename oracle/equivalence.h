@@ -60,7 +60,9 @@ struct Divergence {
   // Where the wrong value was made: the instructions of the partitioned program that feed the
   // diverging one without a claim of their own (its operands, theirs, ..., stopping at claimed
   // values, which were checked before it, and at parameters), the diverging one last, in program
-  // order. One of them computed the first wrong value: the root cause (check/signature.h).
+  // order; less those that also fed a claimed value found right before it (a partition offset
+  // or constant shared by two handlers made a right value there). One of them computed the first
+  // wrong value: the root cause (check/signature.h).
   struct Suspect {
     std::string name;
     HloOpcode opcode;

@@ -10,6 +10,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "ir/hlo_parser.h"
@@ -184,6 +185,53 @@ ENTRY main {
   ASSERT_TRUE(report.ok()) << report.status().message();
   EXPECT_EQ(report->mode, "global vs partitioned");
   EXPECT_EQ(report->verdict, Verdict::kHolds) << FormatEquivReport(*report);
+}
+
+// The suspects of a wrong value leave out what also made a value found right before it: XLA's
+// partitioner shares a partition offset or a constant between the handlers of two source ops
+// (found by the campaign, seed 20261204: a dynamic-update-slice's wrong select was named after
+// the reverse whose offset computation it reused).
+TEST(EquivalenceTest, SuspectsLeaveOutWhatAlsoMadeAValueFoundRight) {
+  auto parse = [](absl::string_view text) {
+    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    return std::move(parsed->module);
+  };
+  std::unique_ptr<HloModule> global = parse(R"(HloModule g, num_partitions=2
+ENTRY main {
+  a = f32[4] parameter(0), sharding={devices=[2]<=[2]}
+  b = f32[4] parameter(1), sharding={devices=[2]<=[2]}
+  r = f32[4] negate(a), sharding={devices=[2]<=[2]}
+  d = f32[4] add(b, b), sharding={devices=[2]<=[2]}
+  ROOT t = (f32[4], f32[4]) tuple(r, d), sharding={{devices=[2]<=[2]}, {devices=[2]<=[2]}}
+}
+)");
+  std::unique_ptr<HloModule> partitioned = parse(R"(HloModule p, num_partitions=2
+ENTRY main {
+  a = f32[2] parameter(0), sharding={devices=[2]<=[2]}
+  b = f32[2] parameter(1), sharding={devices=[2]<=[2]}
+  c = f32[] constant(1)
+  one = f32[2] broadcast(c), dimensions={}
+  n = f32[2] negate(a)
+  r = f32[2] multiply(n, one), sharding={devices=[2]<=[2]}
+  wrong = f32[2] add(b, one)
+  d = f32[2] multiply(wrong, one), sharding={devices=[2]<=[2]}
+  ROOT t = (f32[2], f32[2]) tuple(r, d)
+}
+)");
+  EquivOptions options;
+  options.first_is_global = true;
+  absl::StatusOr<EquivReport> report = CheckEquivalence(*global, *partitioned, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->verdict, Verdict::kFails) << FormatEquivReport(*report);
+  ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
+  EXPECT_EQ(report->first_divergence->instruction, "d");
+  std::vector<std::string> suspects;
+  for (const Divergence::Suspect& s : report->first_divergence->suspects) {
+    suspects.push_back(s.name);
+  }
+  // `c` and `one` also made `r`, which holds; `wrong` and `d` are the handler's own.
+  EXPECT_EQ(suspects, (std::vector<std::string>{"wrong", "d"}));
 }
 
 }  // namespace

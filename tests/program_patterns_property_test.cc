@@ -415,6 +415,31 @@ TEST(ProgramGenPatterns, WeightZeroDisablesAPattern) {
   }
 }
 
+// A manual region's constants live in a computation of their own (the loop form's called
+// computation, as jax lowers a shard_map body to its own function), never in the entry: XLA's
+// StableHLO import merges equal constants of one function whatever their shardings, and a
+// manual loop counter's 0 shared with a replicated 0 made GSPMD abort on a valid program (fuzz
+// seed 20261204 case 73, xla.crash.hlo_sharding).
+TEST(ProgramGenPatterns, NoManualConstantInTheEntry) {
+  // The loop form of a manual region is the while-partition-id-select-reduce pattern.
+  ProgramGenOptions options = OnlyPattern(GenPattern::kWhilePartitionIdSelectReduce, 400);
+  options.pattern_weights[static_cast<int>(GenPattern::kManualRegion)] = 1;
+  const rc::Gen<GeneratedProgram> gen = GenProgram(options);
+  rc::Random random(26);
+  int calls = 0;
+  for (int i = 0; i < 200; ++i) {
+    const GeneratedProgram p = gen(random.split(), 100).value();
+    ASSERT_NE(p.module, nullptr);
+    ASSERT_TRUE(VerifyModule(*p.module).ok()) << p.hlo_text;
+    for (const auto& instr : p.module->entry()->instructions()) {
+      if (instr->opcode() == HloOpcode::kCall) ++calls;
+      if (instr->opcode() != HloOpcode::kConstant || !instr->sharding().has_value()) continue;
+      EXPECT_FALSE(instr->sharding()->IsManual()) << instr->name() << "\n" << p.hlo_text;
+    }
+  }
+  EXPECT_GT(calls, 0);  // The loop form was generated.
+}
+
 TEST(ProgramGenPatterns, AllPatternsOffLeavesTheOpMix) {
   ProgramGenOptions options;
   options.pattern_weights = ProgramGenOptions::NoPatternWeights();
