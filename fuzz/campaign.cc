@@ -329,6 +329,19 @@ class Campaign {
   }
 
   void RunJob();
+  // A check's seconds into the report's times (under `mu`). `runtime_seconds`: what the
+  // partitioner's runtime reported spending in the check (0: it does not report).
+  void AddCheckTimes(const CheckOutcome& outcome, double runtime_seconds) {
+    report_.times.partition += outcome.self_report.seconds;
+    report_.times.oracle += outcome.oracle_seconds;
+    report_.times.interpreter += outcome.interpreter_seconds;
+    // What the runtime reports beyond the compile the check judged: the one-device compile and
+    // both executions. Without a report, the executions' wall time less our interpreter's.
+    report_.times.execute +=
+        runtime_seconds > 0
+            ? std::max(0.0, runtime_seconds - outcome.self_report.seconds)
+            : std::max(0.0, outcome.execution_seconds - outcome.interpreter_seconds);
+  }
   // `--save-modules`: the case's module as `case-<index>.hlo`. A module that cannot be written
   // is said once on stderr; the campaign goes on (the files are for benches, not findings).
   void SaveModule(const HloModule& module, int64_t index) {
@@ -747,16 +760,7 @@ void Campaign::RunJob() {
         continue;
       }
       tally.seconds += outcome->self_report.seconds;
-      report_.times.partition += outcome->self_report.seconds;
-      report_.times.oracle += outcome->oracle_seconds;
-      report_.times.interpreter += outcome->interpreter_seconds;
-      // What the partitioner's runtime reports beyond the compile it was judged on: the
-      // one-device compile and both executions. Without a report, the executions' wall time
-      // less our interpreter's.
-      report_.times.execute +=
-          runtime_seconds > 0
-              ? std::max(0.0, runtime_seconds - outcome->self_report.seconds)
-              : std::max(0.0, outcome->execution_seconds - outcome->interpreter_seconds);
+      AddCheckTimes(*outcome, runtime_seconds);
       if (outcome->finding == check::Finding::kUnavailable) {
         // Thousands of identical unknowns help nobody: stop and say why.
         if (report_.unavailable.empty()) report_.unavailable = outcome->message;
