@@ -8,58 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "check/judges.h"
+#include "check/metadata_claims.h"
 #include "oracle/equivalence.h"
 
 namespace spmdcheck::check {
 namespace {
-
-// Claims for the oracle's localisation from XLA's metadata: the last partitioned instruction
-// made from global instruction X (same op_name) whose shape is the tile shape of the sharding
-// XLA propagated to X holds X's value under that sharding. Any opcode: XLA's handler for X
-// often ends in another op (the all-reduce of a reduce's or a dot's partial results, the
-// dynamic-slice that cuts a padded window), and the op of X's own opcode before it holds a
-// partial value, which used to be named as the first divergence.
-std::map<std::string, oracle::EquivOptions::HeldValue> ClaimsFromMetadata(
-    const HloModule& judged, const HloModule* propagated, const HloModule& partitioned) {
-  std::map<std::string, oracle::EquivOptions::HeldValue> claims;
-  if (propagated == nullptr) return claims;
-  // op_name -> (name in the judged module, sharding from propagation, opcode).
-  struct Global {
-    std::string name;
-    HloSharding sharding;
-    HloOpcode opcode;
-    Shape shape;
-  };
-  std::map<std::string, Global> by_op_name;
-  for (const auto& g : judged.entry()->instructions()) {
-    const std::string op_name = MetadataOpName(*g);
-    // A parameter's value is the input itself: what XLA names after it (jaxlib 0.12 labels the
-    // collective-permute that reshards a parameter `param.0`) holds it resharded.
-    if (op_name.empty() || !g->shape().IsArray() || g->opcode() == HloOpcode::kParameter) continue;
-    const HloInstruction* p = propagated->entry()->FindInstruction(g->name());
-    if (p == nullptr || !p->sharding().has_value() || p->sharding()->IsTuple()) continue;
-    by_op_name.insert_or_assign(op_name,
-                                Global{g->name(), *p->sharding(), g->opcode(), g->shape()});
-  }
-  std::map<std::string, std::string> last_made;  // partitioned instruction -> its op_name
-  std::map<std::string, std::string> made_for;   // global name -> last partitioned instruction
-  for (const auto& i : partitioned.entry()->instructions()) {
-    const std::string op_name = MetadataOpName(*i);
-    auto it = by_op_name.find(op_name);
-    if (it == by_op_name.end()) continue;
-    const HloSharding& sharding = it->second.sharding;
-    if (!sharding.IsReplicated() && !sharding.IsTiled()) continue;
-    const Shape tile = sharding.IsTiled() ? sharding.TileShape(it->second.shape) : it->second.shape;
-    if (!tile.Compatible(i->shape())) continue;
-    made_for[it->second.name] = i->name();
-    last_made[i->name()] = op_name;
-  }
-  for (const auto& [global, made] : made_for) {
-    const Global& g = by_op_name.at(last_made.at(made));
-    claims[made] = {g.name, g.sharding};
-  }
-  return claims;
-}
 
 class OracleJudge : public Judge {
  public:

@@ -4,7 +4,9 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 
 namespace spmdcheck::check {
@@ -39,12 +41,26 @@ const HloInstruction* LeafProducer(const HloInstruction* instr, int64_t leaf) {
   return instr;
 }
 
-// The opcode of the global instruction a failure points at: the first diverging one, else the
-// producer of the wrong output of XLA's execution, else the root (for crashes: the instruction
-// the message starts with).
+// The names of the instructions of `program`'s entry that `output` (a flat leaf index) depends
+// on, itself included.
+absl::flat_hash_set<std::string> ConeOfOutput(const HloModule& program, int64_t output) {
+  absl::flat_hash_set<std::string> cone;
+  std::vector<const HloInstruction*> stack = {LeafProducer(program.entry()->root(), output)};
+  while (!stack.empty()) {
+    const HloInstruction* i = stack.back();
+    stack.pop_back();
+    if (!cone.insert(i->name()).second) continue;
+    for (const HloInstruction* operand : i->operands()) stack.push_back(operand);
+  }
+  return cone;
+}
+
+// The opcode of the global instruction a failure points at: the diverging one (CauseDivergence),
+// else the producer of the wrong output of XLA's execution, else the root (for crashes: the
+// instruction the message starts with).
 std::string Where(const CheckOutcome& outcome, const HloModule& program) {
-  if (outcome.report.verdict == Verdict::kFails && outcome.report.first_divergence.has_value()) {
-    const std::string& holds = outcome.report.first_divergence->holds;
+  if (const oracle::Divergence* divergence = CauseDivergence(outcome, program)) {
+    const std::string& holds = divergence->holds;
     // The name is one of the module the oracle judged against (XLA: the module XLA received,
     // which renames instructions, d -> d.1).
     // A tuple "diverges" when one of its outputs does: XLA's wrong output names the producer.
@@ -79,11 +95,10 @@ std::string Where(const CheckOutcome& outcome, const HloModule& program) {
 // dynamic-slice or dynamic-update-slice (a device's part chosen by partition-id), else the
 // diverging instruction itself. One bug of a partitioner shows up under many global ops (a wrong
 // all-gather feeds an add here, a negate there) but through the same partitioned op.
-std::optional<std::string> RootCauseOp(const CheckOutcome& outcome) {
-  if (outcome.report.verdict != Verdict::kFails || !outcome.report.first_divergence.has_value()) {
-    return std::nullopt;
-  }
-  const auto& suspects = outcome.report.first_divergence->suspects;
+std::optional<std::string> RootCauseOp(const CheckOutcome& outcome, const HloModule& program) {
+  const oracle::Divergence* divergence = CauseDivergence(outcome, program);
+  if (divergence == nullptr) return std::nullopt;
+  const auto& suspects = divergence->suspects;
   if (suspects.empty()) return std::nullopt;
   for (const auto& s : suspects) {
     if (IsCollective(s.opcode)) return std::string(HloOpcodeString(s.opcode));
@@ -101,8 +116,9 @@ std::optional<std::string> RootCauseOp(const CheckOutcome& outcome) {
 // opcode. XLA's partitioner lowers one source op into many (halo exchanges, dynamic-slices by
 // partition-id): the source op of the first wrong value names the handler that made it.
 std::optional<std::string> XlaRootCauseOp(const CheckOutcome& outcome, const HloModule& program) {
-  if (outcome.report.verdict != Verdict::kFails || !outcome.report.first_divergence.has_value() ||
-      outcome.partitioned == nullptr || outcome.partitioned->entry() == nullptr) {
+  const oracle::Divergence* divergence = CauseDivergence(outcome, program);
+  if (divergence == nullptr || outcome.partitioned == nullptr ||
+      outcome.partitioned->entry() == nullptr) {
     return std::nullopt;
   }
   const HloModule& received = outcome.judged_global != nullptr ? *outcome.judged_global : program;
@@ -113,7 +129,7 @@ std::optional<std::string> XlaRootCauseOp(const CheckOutcome& outcome, const Hlo
       source_by_op_name.emplace(op_name, g->opcode());
     }
   }
-  for (const auto& suspect : outcome.report.first_divergence->suspects) {
+  for (const auto& suspect : divergence->suspects) {
     const HloInstruction* i = outcome.partitioned->entry()->FindInstruction(suspect.name);
     if (i == nullptr) continue;
     auto source = source_by_op_name.find(MetadataOpName(*i));
@@ -125,7 +141,7 @@ std::optional<std::string> XlaRootCauseOp(const CheckOutcome& outcome, const Hlo
 // Where a failure is named: its root cause when the oracle localised it (ours: the op of the
 // partitioned program; XLA's: the source op of its first wrong value), else the global op (Where).
 std::string RootCauseOrWhere(const CheckOutcome& outcome, const HloModule& program, bool ours) {
-  std::optional<std::string> root = ours ? RootCauseOp(outcome) : XlaRootCauseOp(outcome, program);
+  std::optional<std::string> root = ours ? RootCauseOp(outcome, program) : XlaRootCauseOp(outcome, program);
   return root.has_value() ? *root : Where(outcome, program);
 }
 
@@ -150,6 +166,23 @@ std::string XlaSourceFile(const std::string& message, const std::string& fallbac
 }
 
 }  // namespace
+
+const oracle::Divergence* CauseDivergence(const CheckOutcome& outcome, const HloModule& program) {
+  const oracle::EquivReport& report = outcome.report;
+  if (report.verdict != Verdict::kFails || !report.first_divergence.has_value()) return nullptr;
+  if (!outcome.xla_end_to_end.has_value() || outcome.xla_end_to_end->output < 0) {
+    return &*report.first_divergence;
+  }
+  const HloModule& judged = outcome.judged_global != nullptr ? *outcome.judged_global : program;
+  if (judged.entry() == nullptr) return &*report.first_divergence;
+  const absl::flat_hash_set<std::string> cone =
+      ConeOfOutput(judged, outcome.xla_end_to_end->output);
+  if (cone.contains(report.first_divergence->holds)) return &*report.first_divergence;
+  for (const oracle::Divergence& later : report.later_divergences) {
+    if (cone.contains(later.holds)) return &later;
+  }
+  return nullptr;
+}
 
 std::string SanitizedName(const std::string& text) {
   std::string out = text;

@@ -37,6 +37,13 @@ struct FailureSignature {
 FailureSignature SignatureOf(const std::string& spec, const CheckOutcome& outcome,
                              const HloModule& program);
 
+// The oracle's divergence that explains a failure: the first one, unless XLA's execution named
+// the wrong output; then the first divergence in that output's cone, or none (nullptr; also when
+// the oracle found no divergence). A partitioned program can hold two wrong values, and XLA's
+// execution confirms only those that reach the results it compares; a divergence elsewhere (or a
+// claim that is wrong) is not the bug XLA showed.
+const oracle::Divergence* CauseDivergence(const CheckOutcome& outcome, const HloModule& program);
+
 // The signature prefix of a partitioner spec (`xla`, `shardy`, `cmd_...`; empty for ours).
 std::string SignaturePrefix(const std::string& spec);
 

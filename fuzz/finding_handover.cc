@@ -31,14 +31,18 @@ int64_t FailingTrial(const CheckOutcome& outcome) {
   return std::max<int64_t>(0, outcome.report.failing_trial);
 }
 
-std::string DivergenceText(const CheckOutcome& outcome) {
-  if (!outcome.oracle_ran || !outcome.report.first_divergence.has_value()) return "";
-  const oracle::Divergence& d = *outcome.report.first_divergence;
-  return absl::StrCat(d.instruction, " (line ", d.location.line, ") should hold ", d.holds,
-                      " under ", d.sharding, "; wrong on ", d.devices_wrong,
-                      " devices, first device ", d.device, " at [",
-                      absl::StrJoin(d.mismatch.global_index, ","), "]: expected ",
-                      d.mismatch.expected, ", got ", d.mismatch.actual);
+// The divergence that explains the failure (check::CauseDivergence): the first one, or the first
+// in the output XLA's execution found wrong.
+std::string DivergenceText(const CheckOutcome& outcome, const HloModule& program) {
+  if (!outcome.oracle_ran) return "";
+  const oracle::Divergence* d = check::CauseDivergence(outcome, program);
+  if (d == nullptr) return "";
+  std::string text = oracle::FormatDivergence(*d);
+  if (d != &*outcome.report.first_divergence) {
+    absl::StrAppend(&text, " (the first in the output XLA found wrong; the oracle's first is ",
+                    outcome.report.first_divergence->holds, ")");
+  }
+  return text;
 }
 
 }  // namespace
@@ -154,7 +158,7 @@ absl::StatusOr<std::string> WriteFinding(target::PartitionerUnderTest& partition
     if (options.wasteful == WastefulKind::kNone && final_outcome->status != CheckStatus::kTimeout) {
       record.message = final_outcome->message;
     }
-    record.divergence = DivergenceText(*final_outcome);
+    record.divergence = DivergenceText(*final_outcome, repro);
     record.partitioner_version = final_outcome->self_report.version;
     files.partitioned_text = final_outcome->partitioned_text;
     if (files.partitioned_text.empty() && final_outcome->partitioned != nullptr) {

@@ -494,6 +494,7 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
   // Claimed instructions checked right on every device before the first divergence.
   std::vector<const HloInstruction*> verified;
   absl::flat_hash_set<const HloInstruction*> verified_set;
+  absl::flat_hash_set<const HloInstruction*> diverged;
   first_engine.set_observer([&](const HloInstruction& instruction, absl::Span<const int64_t>,
                                 absl::Span<const ValueRef> values) {
     if (wanted.contains(instruction.name())) {
@@ -522,7 +523,11 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
     auto global = global_values.find(claim->second.holds);
     if (global == global_values.end()) return;
     ++report->annotations_checked;
-    if (report->first_divergence.has_value()) return;
+    // One divergence per instruction: a loop body's wrong value is wrong again on the next trip.
+    if (report->later_divergences.size() >= EquivReport::kMaxLaterDivergences ||
+        diverged.contains(&instruction)) {
+      return;
+    }
     Divergence divergence;
     for (size_t i = 0; i < devices.size(); ++i) {
       absl::StatusOr<std::optional<ElementMismatch>> compared =
@@ -543,6 +548,7 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
       if (verified_set.insert(&instruction).second) verified.push_back(&instruction);
       return;
     }
+    diverged.insert(&instruction);
     divergence.instruction = instruction.name();
     // Right on an earlier trip of a loop and wrong now: what made it then is no evidence.
     divergence.suspects = SuspectsOf(
@@ -551,7 +557,11 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
     divergence.location = instruction.location();
     divergence.holds = claim->second.holds;
     divergence.sharding = claim->second.sharding.ToString(false);
-    report->first_divergence = divergence;
+    if (report->first_divergence.has_value()) {
+      report->later_divergences.push_back(std::move(divergence));
+    } else {
+      report->first_divergence = std::move(divergence);
+    }
   });
   (void)second_engine.Run(std::move(second_args));
 }
@@ -647,6 +657,14 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
   return report;
 }
 
+std::string FormatDivergence(const Divergence& d) {
+  return absl::StrCat(d.instruction, " (line ", d.location.line, ") should hold ", d.holds,
+                      " under ", d.sharding, "; wrong on ", d.devices_wrong,
+                      " devices, first device ", d.device, " at ",
+                      IndexText(d.mismatch.global_index), ": expected ", d.mismatch.expected,
+                      ", got ", d.mismatch.actual);
+}
+
 std::string FormatEquivReport(const EquivReport& report) {
   std::string out = absl::StrCat("verdict: ", VerdictName(report.verdict), " (", report.mode, ", ",
                                  report.num_devices, " devices, seed ", report.seed, ")\n");
@@ -668,12 +686,13 @@ std::string FormatEquivReport(const EquivReport& report) {
     for (int64_t d : report.wrong_devices) ids.push_back(absl::StrCat(d));
     absl::StrAppend(&out, "wrong devices: ", absl::StrJoin(ids, ","), "\n");
     if (report.first_divergence.has_value()) {
-      const Divergence& d = *report.first_divergence;
-      absl::StrAppend(&out, "first divergence: ", d.instruction, " (line ", d.location.line,
-                      ") should hold ", d.holds, " under ", d.sharding, "; wrong on ",
-                      d.devices_wrong, " devices, first device ", d.device, " at ",
-                      IndexText(d.mismatch.global_index), ": expected ", d.mismatch.expected,
-                      ", got ", d.mismatch.actual, "\n");
+      absl::StrAppend(&out, "first divergence: ", FormatDivergence(*report.first_divergence),
+                      "\n");
+      if (!report.later_divergences.empty()) {
+        std::vector<std::string> later;
+        for (const Divergence& d : report.later_divergences) later.push_back(d.holds);
+        absl::StrAppend(&out, "later divergences (holding): ", absl::StrJoin(later, ", "), "\n");
+      }
     } else {
       absl::StrAppend(&out, "first divergence: none of the ", report.annotations_checked,
                       " annotated instructions matched to a global value diverges\n");

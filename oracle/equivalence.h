@@ -82,6 +82,11 @@ struct EquivReport {
   ElementMismatch mismatch;
   std::vector<int64_t> wrong_devices;
   std::optional<Divergence> first_divergence;
+  // The divergences after the first, in program order (at most kMaxLaterDivergences). Most are
+  // the first one's wrong value flowing on; one that is not in its cone is a second wrong value
+  // (XLA's execution may confirm only that one: check/signature.cc).
+  static constexpr int kMaxLaterDivergences = 16;
+  std::vector<Divergence> later_divergences;
   // Annotated instructions of the partitioned program checked against the global values they
   // hold (on the failing trial, or on trial 0 when the verdict is holds).
   int64_t annotations_checked = 0;
@@ -91,6 +96,9 @@ struct EquivReport {
 
 absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloModule& second,
                                              const EquivOptions& options);
+
+// One divergence in a line: "NAME (line L) should hold G under S; wrong on ...".
+std::string FormatDivergence(const Divergence& divergence);
 
 // Human-readable report (what the CLI prints).
 std::string FormatEquivReport(const EquivReport& report);

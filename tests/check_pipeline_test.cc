@@ -380,11 +380,62 @@ ENTRY main (p: f32[4], q: f32[4]) -> (f32[4], (f32[4], f32[4])) {
   outcome.report.first_divergence.emplace();
   outcome.report.first_divergence->holds = "t";
   EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.add");
+  // A divergence outside the wrong output's cone is not what XLA showed: the producer names it.
   outcome.report.first_divergence->holds = "n";
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.add");
+  outcome.xla_end_to_end->output = 2;
   EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.negate");
   outcome.report.first_divergence.reset();
   outcome.xla_end_to_end->output = -1;  // Unknown output: the root.
   EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.tuple");
+}
+
+// Two wrong values, and XLA's execution flags only the second's output: the divergence that
+// explains the failure is the first one in that output's cone, not the oracle's first (the case
+// of a fuzz finding that was named `xla.miscompile.copy` after a conv's halo exchange while XLA's
+// wrong output was a dynamic-update-slice's).
+TEST(SignatureTest, TheCauseIsTheFirstDivergenceInTheOutputXlaFoundWrong) {
+  absl::StatusOr<ParsedModule> m = ParseHloModule(R"(HloModule t, num_partitions=2
+ENTRY main (p: f32[4], q: f32[4]) -> (f32[4], f32[4]) {
+  p = f32[4] parameter(0)
+  q = f32[4] parameter(1)
+  c = f32[4] copy(p)
+  n = f32[4] negate(c)
+  s = f32[4] sqrt(q)
+  a = f32[4] abs(s)
+  ROOT t = (f32[4], f32[4]) tuple(n, a)
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  CheckOutcome outcome;
+  outcome.status = CheckStatus::kFails;
+  outcome.finding = Finding::kConfirmedByXla;
+  outcome.report.verdict = Verdict::kFails;
+  outcome.report.first_divergence.emplace();
+  outcome.report.first_divergence->holds = "c";
+  for (const char* holds : {"n", "s", "a"}) {
+    outcome.report.later_divergences.emplace_back();
+    outcome.report.later_divergences.back().holds = holds;
+  }
+  outcome.xla_end_to_end.emplace();
+  outcome.xla_end_to_end->verdict = Verdict::kFails;
+  outcome.xla_end_to_end->output = 1;
+  const oracle::Divergence* cause = CauseDivergence(outcome, *m->module);
+  ASSERT_NE(cause, nullptr);
+  EXPECT_EQ(cause->holds, "s");
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.sqrt");
+  // XLA names output 0: the oracle's first divergence is in its cone.
+  outcome.xla_end_to_end->output = 0;
+  EXPECT_EQ(CauseDivergence(outcome, *m->module), &*outcome.report.first_divergence);
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.copy");
+  // No wrong output named (the oracle alone): its first divergence.
+  outcome.xla_end_to_end.reset();
+  EXPECT_EQ(CauseDivergence(outcome, *m->module), &*outcome.report.first_divergence);
+  // No divergence in the wrong output's cone: none, and the output's producer names it.
+  outcome.report.later_divergences.clear();
+  outcome.xla_end_to_end.emplace();
+  outcome.xla_end_to_end->output = 1;
+  EXPECT_EQ(CauseDivergence(outcome, *m->module), nullptr);
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.abs");
 }
 
 }  // namespace

@@ -234,5 +234,48 @@ ENTRY main {
   EXPECT_EQ(suspects, (std::vector<std::string>{"wrong", "d"}));
 }
 
+// Two independent wrong values: both are reported, the second among the later divergences (XLA's
+// execution may flag only the second's output, check/signature.cc), and each instruction once
+// however often it runs.
+TEST(EquivalenceTest, ReportsTheDivergencesAfterTheFirst) {
+  auto parse = [](absl::string_view text) {
+    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    return std::move(parsed->module);
+  };
+  std::unique_ptr<HloModule> global = parse(R"(HloModule g, num_partitions=2
+ENTRY main {
+  a = f32[4] parameter(0), sharding={devices=[2]<=[2]}
+  b = f32[4] parameter(1), sharding={devices=[2]<=[2]}
+  r = f32[4] negate(a), sharding={devices=[2]<=[2]}
+  s = f32[4] abs(r), sharding={devices=[2]<=[2]}
+  d = f32[4] add(b, b), sharding={devices=[2]<=[2]}
+  ROOT t = (f32[4], f32[4]) tuple(s, d), sharding={{devices=[2]<=[2]}, {devices=[2]<=[2]}}
+}
+)");
+  std::unique_ptr<HloModule> partitioned = parse(R"(HloModule p, num_partitions=2
+ENTRY main {
+  a = f32[2] parameter(0), sharding={devices=[2]<=[2]}
+  b = f32[2] parameter(1), sharding={devices=[2]<=[2]}
+  r = f32[2] exponential(a), sharding={devices=[2]<=[2]}
+  s = f32[2] abs(r), sharding={devices=[2]<=[2]}
+  d = f32[2] multiply(b, b), sharding={devices=[2]<=[2]}
+  ROOT t = (f32[2], f32[2]) tuple(s, d)
+}
+)");
+  EquivOptions options;
+  options.first_is_global = true;
+  absl::StatusOr<EquivReport> report = CheckEquivalence(*global, *partitioned, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->verdict, Verdict::kFails) << FormatEquivReport(*report);
+  ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
+  EXPECT_EQ(report->first_divergence->holds, "r");
+  std::vector<std::string> later;
+  for (const Divergence& d : report->later_divergences) later.push_back(d.holds);
+  // `s` only carries `r`'s wrong value on; `d` is a second wrong value.
+  EXPECT_EQ(later, (std::vector<std::string>{"s", "d"}));
+  EXPECT_THAT(FormatEquivReport(*report), ::testing::HasSubstr("later divergences (holding): s, d"));
+}
+
 }  // namespace
 }  // namespace spmdcheck::oracle

@@ -149,6 +149,12 @@ int Report(const HloModule& global, const check::CheckOutcome& o, bool in_proces
               << "\noracle: ";
         }
         out << report;
+        const oracle::Divergence* cause = check::CauseDivergence(o, global);
+        if (o.finding == check::Finding::kConfirmedByXla && o.report.first_divergence.has_value() &&
+            cause != &*o.report.first_divergence) {
+          out << "divergence in the output XLA found wrong: "
+              << (cause != nullptr ? oracle::FormatDivergence(*cause) : "none") << "\n";
+        }
       } else {
         out << "verdict: " << check::CheckStatusName(o.status) << "\nreason: " << o.message << "\n";
       }

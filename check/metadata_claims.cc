@@ -1,0 +1,66 @@
+#include "check/metadata_claims.h"
+
+#include <set>
+
+#include "check/check_pipeline.h"
+
+namespace spmdcheck::check {
+namespace {
+
+// A collective-permute that some partition receives nothing from (it gets zeros) shifts parts
+// between neighbours: GSPMD's halo exchange for a window op. It holds a neighbour's edge, not
+// the value of the op it is named after under that op's sharding, so it claims nothing.
+bool IsPartialShift(const HloInstruction& i, int64_t num_partitions) {
+  if (i.opcode() != HloOpcode::kCollectivePermute) return false;
+  const auto& pairs = i.attrs().source_target_pairs;
+  if (!pairs.has_value()) return false;
+  std::set<int64_t> targets;
+  for (const auto& [source, target] : *pairs) targets.insert(target);
+  return static_cast<int64_t>(targets.size()) < num_partitions;
+}
+
+}  // namespace
+
+std::map<std::string, oracle::EquivOptions::HeldValue> ClaimsFromMetadata(
+    const HloModule& judged, const HloModule* propagated, const HloModule& partitioned) {
+  std::map<std::string, oracle::EquivOptions::HeldValue> claims;
+  if (propagated == nullptr) return claims;
+  // op_name -> (name in the judged module, sharding from propagation, opcode).
+  struct Global {
+    std::string name;
+    HloSharding sharding;
+    HloOpcode opcode;
+    Shape shape;
+  };
+  std::map<std::string, Global> by_op_name;
+  for (const auto& g : judged.entry()->instructions()) {
+    const std::string op_name = MetadataOpName(*g);
+    // A parameter's value is the input itself: what XLA names after it (jaxlib 0.12 labels the
+    // collective-permute that reshards a parameter `param.0`) holds it resharded.
+    if (op_name.empty() || !g->shape().IsArray() || g->opcode() == HloOpcode::kParameter) continue;
+    const HloInstruction* p = propagated->entry()->FindInstruction(g->name());
+    if (p == nullptr || !p->sharding().has_value() || p->sharding()->IsTuple()) continue;
+    by_op_name.insert_or_assign(op_name,
+                                Global{g->name(), *p->sharding(), g->opcode(), g->shape()});
+  }
+  std::map<std::string, std::string> last_made;  // partitioned instruction -> its op_name
+  std::map<std::string, std::string> made_for;   // global name -> last partitioned instruction
+  for (const auto& i : partitioned.entry()->instructions()) {
+    const std::string op_name = MetadataOpName(*i);
+    auto it = by_op_name.find(op_name);
+    if (it == by_op_name.end() || IsPartialShift(*i, partitioned.num_partitions())) continue;
+    const HloSharding& sharding = it->second.sharding;
+    if (!sharding.IsReplicated() && !sharding.IsTiled()) continue;
+    const Shape tile = sharding.IsTiled() ? sharding.TileShape(it->second.shape) : it->second.shape;
+    if (!tile.Compatible(i->shape())) continue;
+    made_for[it->second.name] = i->name();
+    last_made[i->name()] = op_name;
+  }
+  for (const auto& [global, made] : made_for) {
+    const Global& g = by_op_name.at(last_made.at(made));
+    claims[made] = {g.name, g.sharding};
+  }
+  return claims;
+}
+
+}  // namespace spmdcheck::check

@@ -1,0 +1,85 @@
+// Claims read from XLA's metadata (check/metadata_claims.h) on a module shaped like GSPMD's
+// output for a windowed op: the instruction that ends a handler holds the source op's value, a
+// halo exchange (a collective-permute that leaves a partition without data) holds none.
+#include "check/metadata_claims.h"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "gtest/gtest.h"
+#include "ir/hlo_parser.h"
+
+namespace spmdcheck::check {
+namespace {
+
+std::unique_ptr<HloModule> Parse(const std::string& text) {
+  absl::StatusOr<ParsedModule> m = ParseHloModule(text);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? std::move(m->module) : nullptr;
+}
+
+// What XLA received: a copy split over 3 devices.
+constexpr char kReceived[] = R"(HloModule g, num_partitions=3
+ENTRY main {
+  p = f32[6] parameter(0), metadata={op_name="p"}
+  c = f32[6] copy(p), metadata={op_name="copy.15"}
+  ROOT n = f32[6] negate(c), metadata={op_name="negate.16"}
+}
+)";
+
+// After propagation: the shardings XLA chose.
+constexpr char kPropagated[] = R"(HloModule g, num_partitions=3
+ENTRY main {
+  p = f32[6] parameter(0), sharding={devices=[3]<=[3]}
+  c = f32[6] copy(p), sharding={devices=[3]<=[3]}
+  ROOT n = f32[6] negate(c), sharding={devices=[3]<=[3]}
+}
+)";
+
+// Partitioned, with `permute` (named after the copy, shaped like its tile) a shift to the left
+// neighbour: device 2 receives nothing.
+std::string Partitioned(const std::string& pairs) {
+  return R"(HloModule g_spmd, num_partitions=3
+ENTRY main {
+  p = f32[2] parameter(0), metadata={op_name="p"}
+  c = f32[2] copy(p), metadata={op_name="copy.15"}
+  permute = f32[2] collective-permute(c), channel_id=1, source_target_pairs=)" +
+         pairs + R"(, metadata={op_name="copy.15"}
+  ROOT n = f32[2] negate(c), metadata={op_name="negate.16"}
+}
+)";
+}
+
+TEST(MetadataClaims, AHaloExchangeHoldsNoValueOfTheOpItIsNamedAfter) {
+  std::unique_ptr<HloModule> received = Parse(kReceived);
+  std::unique_ptr<HloModule> propagated = Parse(kPropagated);
+  std::unique_ptr<HloModule> partitioned = Parse(Partitioned("{{1,0},{2,1}}"));
+  auto claims = ClaimsFromMetadata(*received, propagated.get(), *partitioned);
+  ASSERT_TRUE(claims.contains("c"));
+  EXPECT_EQ(claims.at("c").global, "c");
+  EXPECT_EQ(claims.at("c").sharding.ToString(false), "{devices=[3]<=[3]}");
+  EXPECT_FALSE(claims.contains("permute"));
+  ASSERT_TRUE(claims.contains("n"));
+  EXPECT_EQ(claims.at("n").global, "n");
+}
+
+TEST(MetadataClaims, APermuteEveryPartitionReceivesFromEndsTheHandler) {
+  std::unique_ptr<HloModule> received = Parse(kReceived);
+  std::unique_ptr<HloModule> propagated = Parse(kPropagated);
+  std::unique_ptr<HloModule> partitioned = Parse(Partitioned("{{0,1},{1,2},{2,0}}"));
+  auto claims = ClaimsFromMetadata(*received, propagated.get(), *partitioned);
+  // The last instruction made for the copy with its tile shape is the permute (a reshard).
+  ASSERT_TRUE(claims.contains("permute"));
+  EXPECT_EQ(claims.at("permute").global, "c");
+  EXPECT_FALSE(claims.contains("c"));
+}
+
+TEST(MetadataClaims, NoPropagatedModuleNoClaims) {
+  std::unique_ptr<HloModule> received = Parse(kReceived);
+  std::unique_ptr<HloModule> partitioned = Parse(Partitioned("{{1,0},{2,1}}"));
+  EXPECT_TRUE(ClaimsFromMetadata(*received, nullptr, *partitioned).empty());
+}
+
+}  // namespace
+}  // namespace spmdcheck::check
