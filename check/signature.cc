@@ -92,9 +92,10 @@ std::string Where(const CheckOutcome& outcome, const HloModule& program) {
 // The root cause of a wrong result the oracle localised: among the suspects of its first
 // divergence (the unclaimed instructions of the partitioned program that made the first wrong
 // value, oracle/equivalence.h), the first collective in program order, else the first
-// dynamic-slice or dynamic-update-slice (a device's part chosen by partition-id), else the
-// diverging instruction itself. One bug of a partitioner shows up under many global ops (a wrong
-// all-gather feeds an add here, a negate there) but through the same partitioned op.
+// dynamic-slice, slice or dynamic-update-slice (a device's part cut out or written, by
+// partition-id or statically; a slice is named dynamic-slice), else the diverging instruction
+// itself. One bug of a partitioner shows up under many global ops (a wrong all-gather feeds an
+// add here, a negate there) but through the same partitioned op.
 std::optional<std::string> RootCauseOp(const CheckOutcome& outcome, const HloModule& program) {
   const oracle::Divergence* divergence = CauseDivergence(outcome, program);
   if (divergence == nullptr) return std::nullopt;
@@ -104,8 +105,11 @@ std::optional<std::string> RootCauseOp(const CheckOutcome& outcome, const HloMod
     if (IsCollective(s.opcode)) return std::string(HloOpcodeString(s.opcode));
   }
   for (const auto& s : suspects) {
-    if (s.opcode == HloOpcode::kDynamicSlice || s.opcode == HloOpcode::kDynamicUpdateSlice) {
-      return std::string(HloOpcodeString(s.opcode));
+    if (s.opcode == HloOpcode::kDynamicUpdateSlice) return std::string(HloOpcodeString(s.opcode));
+    // A device's part cut out of a bigger value: by partition-id, or by a static slice when
+    // every device's offset is the same (one handler, one name).
+    if (s.opcode == HloOpcode::kDynamicSlice || s.opcode == HloOpcode::kSlice) {
+      return std::string(HloOpcodeString(HloOpcode::kDynamicSlice));
     }
   }
   return std::string(HloOpcodeString(suspects.back().opcode));

@@ -13,11 +13,15 @@
 // <op> names the root cause when our oracle localised the failure (the first wrong value among
 // the claims, and the unclaimed instructions that made it, oracle/equivalence.h suspects):
 //   ours: the op of the partitioned program that made it (the first collective among the
-//         suspects, else the first dynamic-slice/-update-slice, else the wrong instruction); the
+//         suspects, else the first dynamic-slice/-update-slice or slice (a static slice that
+//         cuts every device's part at one offset is named dynamic-slice), else the wrong
+//         instruction); the
 //         reference partitioner claims every reshard step, so this is the step that broke;
 //   XLA:  the source op of the earliest suspect (its metadata op_name), i.e. the handler that
 //         made the first wrong value, not the op that first showed it.
-// Otherwise the first diverging global instruction's opcode, else the root's.
+// XLA's execution names the wrong output: the divergence is the first in that output's cone
+// (CauseDivergence). Otherwise the first diverging global instruction's opcode, else the
+// root's.
 #ifndef SPMDCHECK_CHECK_SIGNATURE_H_
 #define SPMDCHECK_CHECK_SIGNATURE_H_
 

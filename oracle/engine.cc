@@ -218,7 +218,9 @@ absl::StatusOr<std::vector<ValueRef>> Engine::RunComputation(
     if (absl::Status status = EvalInstruction(frame, instruction, &out); !status.ok()) {
       return status;
     }
-    if (depth == 0 && observer_) observer_(instruction, devices, out);
+    // Control flow from the entry may run collectives; an op's applied computation (CallScalar)
+    // may not, and is not observed.
+    if (allow_collectives && observer_) observer_(instruction, devices, out);
     frame.values[&instruction] = std::move(out);
     for (const HloInstruction* operand : instruction.operands()) {
       auto it = remaining_uses.find(operand);

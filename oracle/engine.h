@@ -37,8 +37,11 @@ struct EngineOptions {
   int64_t max_elements_per_array = int64_t{1} << 28;
 };
 
-// Called after each instruction of the entry computation with the value of every device
-// (devices[i] holds values[i]); used to localise where two programs diverge.
+// Called after each instruction of the entry computation and of the computations it runs as
+// control flow (while bodies and conditions, calls, conditional branches: on every trip, with
+// the devices that run it), with the value of every device (devices[i] holds values[i]); not
+// inside the computations an op applies (a reduce's or a sort's). Used to localise where two
+// programs diverge.
 using Observer =
     std::function<void(const HloInstruction& instruction, absl::Span<const int64_t> devices,
                        absl::Span<const ValueRef> values)>;

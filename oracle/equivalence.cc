@@ -135,44 +135,60 @@ struct Claim {
   HloSharding sharding;
 };
 
+// Whether `global` has an instruction named `name` in any computation.
+bool HasInstructionNamed(const HloModule& global, const std::string& name) {
+  for (const auto& c : global.computations()) {
+    if (c->FindInstruction(name) != nullptr) return true;
+  }
+  return false;
+}
+
 // Claims from `// holds=NAME [sharding={...}]` comments on an instruction's lines, else from an
 // instruction of the global program with the same name; the sharding is the comment's, else the
-// instruction's own `sharding=`.
+// instruction's own `sharding=`. Given claims are for the entry; the others also come from the
+// computations the entry runs as control flow (a while body's instructions are checked on every
+// trip), less manual values there (each device's own, not a shard of a global value).
 absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(
     const HloModule& global, const HloModule& partitioned, absl::string_view source,
     const std::map<std::string, EquivOptions::HeldValue>& given) {
   std::vector<absl::string_view> lines = absl::StrSplit(source, '\n');
   absl::flat_hash_map<const HloInstruction*, Claim> claims;
-  const auto& instructions = partitioned.entry()->instructions();
-  for (size_t k = 0; k < instructions.size(); ++k) {
-    const HloInstruction& instruction = *instructions[k];
-    std::optional<Claim> claim;
-    if (auto it = given.find(instruction.name()); it != given.end()) {
-      claims.emplace(&instruction, Claim{it->second.global, it->second.sharding});
-      continue;
-    }
-    const int64_t first_line = instruction.location().line;
-    const int64_t last_line = k + 1 < instructions.size()
-                                  ? std::max(first_line, instructions[k + 1]->location().line - 1)
-                                  : first_line;
-    for (int64_t line = first_line;
-         line >= 1 && line <= last_line && line <= static_cast<int64_t>(lines.size()); ++line) {
-      std::optional<HoldsComment> note = ParseHoldsComment(lines[line - 1]);
-      if (!note.has_value()) continue;
-      Claim c{note->holds, note->sharding.value_or(HloSharding::Replicate())};
-      const bool has_sharding = note->sharding.has_value();
-      if (!has_sharding) {
-        if (!instruction.sharding().has_value()) continue;
-        c.sharding = *instruction.sharding();
+  for (const auto& computation : partitioned.computations()) {
+    const bool entry = computation.get() == partitioned.entry();
+    const auto& instructions = computation->instructions();
+    for (size_t k = 0; k < instructions.size(); ++k) {
+      const HloInstruction& instruction = *instructions[k];
+      std::optional<Claim> claim;
+      if (auto it = given.find(instruction.name()); entry && it != given.end()) {
+        claims.emplace(&instruction, Claim{it->second.global, it->second.sharding});
+        continue;
       }
-      claim = std::move(c);
-      break;
+      const int64_t first_line = instruction.location().line;
+      const int64_t last_line =
+          k + 1 < instructions.size()
+              ? std::max(first_line, instructions[k + 1]->location().line - 1)
+              : first_line;
+      for (int64_t line = first_line;
+           line >= 1 && line <= last_line && line <= static_cast<int64_t>(lines.size()); ++line) {
+        std::optional<HoldsComment> note = ParseHoldsComment(lines[line - 1]);
+        if (!note.has_value()) continue;
+        Claim c{note->holds, note->sharding.value_or(HloSharding::Replicate())};
+        const bool has_sharding = note->sharding.has_value();
+        if (!has_sharding) {
+          if (!instruction.sharding().has_value()) continue;
+          c.sharding = *instruction.sharding();
+        }
+        claim = std::move(c);
+        break;
+      }
+      if (!claim.has_value() && instruction.sharding().has_value() &&
+          (entry ? global.entry()->FindInstruction(instruction.name()) != nullptr
+                 : HasInstructionNamed(global, instruction.name()))) {
+        claim = Claim{instruction.name(), *instruction.sharding()};
+      }
+      if (!claim.has_value() || (!entry && claim->sharding.IsManual())) continue;
+      claims.emplace(&instruction, *std::move(claim));
     }
-    if (!claim.has_value() && instruction.sharding().has_value() &&
-        global.entry()->FindInstruction(instruction.name()) != nullptr) {
-      claim = Claim{instruction.name(), *instruction.sharding()};
-    }
-    if (claim.has_value()) claims.emplace(&instruction, *std::move(claim));
   }
   return claims;
 }
@@ -203,18 +219,48 @@ absl::flat_hash_set<const HloInstruction*> UnclaimedCone(
 // offset or a constant that XLA's partitioner shares between the handlers of two source ops
 // (CSE) made a right value there, so it is not the first wrong one (a dynamic-update-slice's
 // wrong select was named after the reverse whose offset it reused).
+// A loop's parameter (of its body or condition) holds, after the first trip, what the body's
+// root computed on the trip before: that root, for `diverging` a loop's parameter; else null.
+const HloInstruction* LoopCarriedRoot(const HloInstruction& diverging) {
+  const HloComputation* computation = diverging.parent();
+  if (diverging.opcode() != HloOpcode::kParameter || computation == nullptr ||
+      computation->parent() == nullptr) {
+    return nullptr;
+  }
+  for (const auto& c : computation->parent()->computations()) {
+    for (const auto& i : c->instructions()) {
+      if (i->opcode() != HloOpcode::kWhile) continue;
+      const HloComputation* body = i->called_computation("body");
+      if (body != nullptr && (body == computation || i->called_computation("condition") ==
+                                                         computation)) {
+        return body->root();
+      }
+    }
+  }
+  return nullptr;
+}
+
 std::vector<Divergence::Suspect> SuspectsOf(
     const HloInstruction& diverging,
     const absl::flat_hash_map<const HloInstruction*, Claim>& claims,
-    const std::vector<const HloInstruction*>& verified) {
+    const std::vector<const HloInstruction*>& verified, bool later_trip) {
+  std::vector<const HloInstruction*> roots = {&diverging};
+  // A loop's state wrong on a later trip: what the body made it from on the trip before (an
+  // unclaimed root, e.g. the reshard that ends the body), the parameter itself last.
+  const HloInstruction* carried = later_trip ? LoopCarriedRoot(diverging) : nullptr;
+  if (carried != nullptr && !claims.contains(carried)) roots.push_back(carried);
   std::vector<const HloInstruction*> cone;
-  (void)UnclaimedCone({&diverging}, claims, &cone);
+  (void)UnclaimedCone(roots, claims, &cone);
   const absl::flat_hash_set<const HloInstruction*> right = UnclaimedCone(verified, claims);
   cone.erase(
       std::remove_if(cone.begin(), cone.end(),
                      [&](const HloInstruction* i) { return i != &diverging && right.contains(i); }),
       cone.end());
-  std::sort(cone.begin(), cone.end(), [](const HloInstruction* a, const HloInstruction* b) {
+  // Program order; the loop body's part before the diverging computation's.
+  std::sort(cone.begin(), cone.end(), [&](const HloInstruction* a, const HloInstruction* b) {
+    const bool a_here = a->parent() == diverging.parent();
+    const bool b_here = b->parent() == diverging.parent();
+    if (a_here != b_here) return b_here;
     return a->index_in_parent() < b->index_in_parent();
   });
   std::vector<Divergence::Suspect> suspects;
@@ -480,6 +526,18 @@ absl::StatusOr<TrialEnd> RunTrial(const EquivSetup& setup, int64_t trial, Engine
   return CompareDevices(setup, trial, *first_results, *second_results, report);
 }
 
+// The bytes of a value of `shape` (a tuple's: its leaves').
+int64_t BytesOf(const Shape& shape) {
+  if (!shape.IsTuple()) return shape.IsArray() ? shape.ByteSize() : 0;
+  int64_t bytes = 0;
+  for (const Shape& leaf : shape.tuple_shapes()) bytes += BytesOf(leaf);
+  return bytes;
+}
+
+// The trips of a loop on which its body's values are checked against the global ones.
+constexpr size_t kMaxObservedTrips = 64;
+constexpr int64_t kMaxObservedTripBytes = int64_t{1} << 28;
+
 // Localises a global-vs-partitioned check: replays the failing trial (or trial 0 when the
 // verdict holds), recording the global value of every instruction the partitioned program claims
 // to hold, then checks each claim in program order (report->first_divergence).
@@ -490,38 +548,53 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
       ClaimsOf(*setup.first, *setup.second, options.partitioned_source, options.claims);
   absl::flat_hash_set<std::string> wanted;
   for (const auto& [instruction, claim] : claims) wanted.insert(claim.holds);
-  absl::flat_hash_map<std::string, Literal> global_values;
+  // Every value a wanted global instruction took, in order (a loop body's: one per trip, up to
+  // kMaxObservedTrips).
+  absl::flat_hash_map<std::string, std::vector<Literal>> global_values;
+  int64_t stored_bytes = 0;
   // Claimed instructions checked right on every device before the first divergence.
   std::vector<const HloInstruction*> verified;
   absl::flat_hash_set<const HloInstruction*> verified_set;
   absl::flat_hash_set<const HloInstruction*> diverged;
+  absl::flat_hash_map<const HloInstruction*, size_t> trips;
   first_engine.set_observer([&](const HloInstruction& instruction, absl::Span<const int64_t>,
                                 absl::Span<const ValueRef> values) {
-    if (wanted.contains(instruction.name())) {
-      global_values.emplace(instruction.name(), *values[0]);
+    if (!wanted.contains(instruction.name())) return;
+    std::vector<Literal>& taken = global_values[instruction.name()];
+    // The first value always (what was kept before loop bodies were observed); later trips
+    // while the copies stay small.
+    const int64_t bytes = BytesOf(instruction.shape());
+    if (!taken.empty() &&
+        (taken.size() >= kMaxObservedTrips || stored_bytes + bytes > kMaxObservedTripBytes)) {
+      return;
     }
+    stored_bytes += bytes;
+    taken.push_back(*values[0]);
   });
   const int64_t replay = report->failing_trial >= 0 ? report->failing_trial : 0;
-  std::vector<Literal> globals = TrialInputs(*setup.first, options.seed, replay, setup.style);
-  if (options.same_input_everywhere) {
-    for (size_t i = 0; i < globals.size(); ++i) {
-      globals[i] =
-          RepeatTileZero(globals[i], ShardingOr(setup.first_params[i], setup.second_params[i]));
-    }
-  }
+  std::vector<Literal> globals = TrialGlobals(setup, replay);
   std::vector<std::vector<Literal>> second_args;
   // The trial only seeds manual parameters of two partitioned programs, never localised.
-  if (claims.empty() || !ShardInputs(setup, replay, globals, &second_args).ok() ||
-      !first_engine.Run({globals}).ok()) {
-    return;
+  if (claims.empty() || !ShardInputs(setup, replay, globals, &second_args).ok()) return;
+  // A global program with manual regions runs on every device (RunTrial); device 0's values
+  // outside the regions are the global ones the observer records.
+  std::vector<std::vector<Literal>> first_args;
+  if (setup.global_on_every_device) {
+    first_args.assign(setup.n, globals);
+  } else {
+    first_args.push_back(std::move(globals));
   }
+  if (!first_engine.Run(std::move(first_args)).ok()) return;
   second_engine.set_observer([&](const HloInstruction& instruction,
                                  absl::Span<const int64_t> devices,
                                  absl::Span<const ValueRef> values) {
     auto claim = claims.find(&instruction);
     if (claim == claims.end()) return;
-    auto global = global_values.find(claim->second.holds);
-    if (global == global_values.end()) return;
+    // The k-th run of a claimed instruction holds the k-th value of its global instruction.
+    const size_t trip = trips[&instruction]++;
+    auto taken = global_values.find(claim->second.holds);
+    if (taken == global_values.end() || trip >= taken->second.size()) return;
+    const Literal& global = taken->second[trip];
     ++report->annotations_checked;
     // One divergence per instruction: a loop body's wrong value is wrong again on the next trip.
     if (report->later_divergences.size() >= EquivReport::kMaxLaterDivergences ||
@@ -531,7 +604,7 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
     Divergence divergence;
     for (size_t i = 0; i < devices.size(); ++i) {
       absl::StatusOr<std::optional<ElementMismatch>> compared =
-          CompareShard(*values[i], global->second, claim->second.sharding,
+          CompareShard(*values[i], global, claim->second.sharding,
                        devices[i] % setup.partitions, setup.tolerance);
       if (!compared.ok()) {
         // The local shape is not the claimed shard's (e.g. a padded buffer): not comparable.
@@ -553,7 +626,8 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
     // Right on an earlier trip of a loop and wrong now: what made it then is no evidence.
     divergence.suspects = SuspectsOf(
         instruction, claims,
-        verified_set.contains(&instruction) ? std::vector<const HloInstruction*>{} : verified);
+        verified_set.contains(&instruction) ? std::vector<const HloInstruction*>{} : verified,
+        trip > 0);
     divergence.location = instruction.location();
     divergence.holds = claim->second.holds;
     divergence.sharding = claim->second.sharding.ToString(false);

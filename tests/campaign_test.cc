@@ -192,10 +192,10 @@ TEST(Campaign, KnownFindingsAreCountedNotWrittenAgain) {
 
 // One signature per bug: each injected bug of the reference partitioner is named after the
 // partitioned op that made the first wrong value (the broken reshard step, which the oracle
-// checks one by one), not after the global ops it happened to feed (before: 14 to 32 signatures
-// per bug, wrong-result.abs, .add, ...). Besides it only `tuple` and `while` remain: wrong
-// values the oracle could not localise (inside a loop body or a tuple it cannot compare), and
-// rarely a second or third op (uneven-offset-off-by-one: also `slice`, in 27 of 231 failures).
+// checks one by one, in loop bodies too), not after the global ops it happened to feed (before:
+// 14 to 32 signatures per bug, wrong-result.abs, .add, ...; then `tuple` and `while` for wrong
+// values the oracle did not localise). Rarely a second op: an earlier collective in the cone of
+// the wrong value (15-second campaigns: 1 to 5 of 100 to 4,800 failures).
 TEST(Campaign, EachInjectedBugHasOneRootCauseSignature) {
   const std::map<std::string, std::string> expected = {
       {"all-gather-group-order", "wrong-result.all-gather"},
@@ -217,18 +217,16 @@ TEST(Campaign, EachInjectedBugHasOneRootCauseSignature) {
     options.out_dir = TempDir("rootcause");
     absl::StatusOr<CampaignReport> report = RunCampaign(options);
     ASSERT_TRUE(report.ok()) << report.status();
-    int64_t failures = 0, top = 0, localised_signatures = 0;
+    int64_t failures = 0, top = 0, signatures = 0;
     std::string top_signature;
     for (const CampaignFailure& f : report->failures) {
       failures += f.count;
       if (f.count > top) top = f.count, top_signature = f.signature;
-      if (f.signature != "wrong-result.tuple" && f.signature != "wrong-result.while") {
-        ++localised_signatures;
-      }
+      ++signatures;
     }
     EXPECT_EQ(top_signature, signature) << bug << "\n" << report->ToString();
-    EXPECT_GE(top * 10, failures * 7) << bug << "\n" << report->ToString();
-    EXPECT_LE(localised_signatures, 3) << bug << "\n" << report->ToString();
+    EXPECT_GE(top * 100, failures * 95) << bug << "\n" << report->ToString();
+    EXPECT_LE(signatures, 2) << bug << "\n" << report->ToString();
     std::filesystem::remove_all(options.out_dir);
   }
 }

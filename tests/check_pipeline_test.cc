@@ -438,5 +438,28 @@ ENTRY main (p: f32[4], q: f32[4]) -> (f32[4], f32[4]) {
   EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.abs");
 }
 
+// Ours: a static slice that cuts every device's part at one offset is the same reshard step as
+// a dynamic-slice by partition-id (uneven-offset-off-by-one made both): one name.
+TEST(SignatureTest, OursNamesASliceOfADevicesPartAsDynamicSlice) {
+  absl::StatusOr<ParsedModule> m = ParseHloModule(R"(HloModule t, num_partitions=2
+ENTRY main (p: f32[4]) -> f32[4] {
+  p = f32[4] parameter(0)
+  ROOT n = f32[4] negate(p)
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  CheckOutcome outcome;
+  outcome.status = CheckStatus::kFails;
+  outcome.report.verdict = Verdict::kFails;
+  outcome.report.first_divergence.emplace();
+  outcome.report.first_divergence->holds = "n";
+  outcome.report.first_divergence->suspects = {{"slice.2", HloOpcode::kSlice},
+                                               {"tuple.29", HloOpcode::kTuple}};
+  EXPECT_EQ(SignatureOf("reference", outcome, *m->module).text, "wrong-result.dynamic-slice");
+  // A collective among the suspects still comes first.
+  outcome.report.first_divergence->suspects.insert(
+      outcome.report.first_divergence->suspects.begin(), {"all-gather.0", HloOpcode::kAllGather});
+  EXPECT_EQ(SignatureOf("reference", outcome, *m->module).text, "wrong-result.all-gather");
+}
+
 }  // namespace
 }  // namespace spmdcheck::check

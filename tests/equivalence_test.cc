@@ -277,5 +277,199 @@ ENTRY main {
   EXPECT_THAT(FormatEquivReport(*report), ::testing::HasSubstr("later divergences (holding): s, d"));
 }
 
+// A wrong value made inside a loop body is localised there, on the trip it goes wrong: the
+// body's instructions are checked against the global body's on every trip (before, only the
+// entry's were, and the whole `while` was named).
+TEST(EquivalenceTest, LocalisesInsideALoopBodyOnEveryTrip) {
+  auto parse = [](absl::string_view text) {
+    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    return std::move(parsed->module);
+  };
+  // Doubles x on each of 3 trips; the partitioned body adds a wrong 1 from the second trip on.
+  std::unique_ptr<HloModule> global = parse(R"(HloModule g, num_partitions=2
+cond {
+  s = (s32[], f32[4]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
+  i = s32[] get-tuple-element(s), index=0, sharding={replicated}
+  n = s32[] constant(3), sharding={replicated}
+  ROOT lt = pred[] compare(i, n), direction=LT, sharding={replicated}
+}
+body {
+  b = (s32[], f32[4]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
+  j = s32[] get-tuple-element(b), index=0, sharding={replicated}
+  x = f32[4] get-tuple-element(b), index=1, sharding={devices=[2]<=[2]}
+  one = s32[] constant(1), sharding={replicated}
+  j1 = s32[] add(j, one), sharding={replicated}
+  twice = f32[4] add(x, x), sharding={devices=[2]<=[2]}
+  ROOT next = (s32[], f32[4]) tuple(j1, twice), sharding={{replicated}, {devices=[2]<=[2]}}
+}
+ENTRY main {
+  a = f32[4] parameter(0), sharding={devices=[2]<=[2]}
+  zero = s32[] constant(0), sharding={replicated}
+  init = (s32[], f32[4]) tuple(zero, a), sharding={{replicated}, {devices=[2]<=[2]}}
+  w = (s32[], f32[4]) while(init), condition=cond, body=body, sharding={{replicated}, {devices=[2]<=[2]}}
+  ROOT r = f32[4] get-tuple-element(w), index=1, sharding={devices=[2]<=[2]}
+}
+)");
+  std::unique_ptr<HloModule> partitioned = parse(R"(HloModule p, num_partitions=2
+cond {
+  s = (s32[], f32[2]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
+  i = s32[] get-tuple-element(s), index=0, sharding={replicated}
+  n = s32[] constant(3), sharding={replicated}
+  ROOT lt = pred[] compare(i, n), direction=LT, sharding={replicated}
+}
+body {
+  b = (s32[], f32[2]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
+  j = s32[] get-tuple-element(b), index=0, sharding={replicated}
+  x = f32[2] get-tuple-element(b), index=1, sharding={devices=[2]<=[2]}
+  one = s32[] constant(1), sharding={replicated}
+  j1 = s32[] add(j, one), sharding={replicated}
+  doubled = f32[2] add(x, x)
+  zero.i = s32[] constant(0)
+  late = pred[] compare(j, zero.i), direction=GT
+  c1 = f32[] constant(1)
+  c0 = f32[] constant(0)
+  extra = f32[] select(late, c1, c0)
+  extras = f32[2] broadcast(extra), dimensions={}
+  twice = f32[2] add(doubled, extras), sharding={devices=[2]<=[2]}
+  ROOT next = (s32[], f32[2]) tuple(j1, twice), sharding={{replicated}, {devices=[2]<=[2]}}
+}
+ENTRY main {
+  a = f32[2] parameter(0), sharding={devices=[2]<=[2]}
+  zero = s32[] constant(0), sharding={replicated}
+  init = (s32[], f32[2]) tuple(zero, a), sharding={{replicated}, {devices=[2]<=[2]}}
+  w = (s32[], f32[2]) while(init), condition=cond, body=body, sharding={{replicated}, {devices=[2]<=[2]}}
+  ROOT r = f32[2] get-tuple-element(w), index=1, sharding={devices=[2]<=[2]}
+}
+)");
+  EquivOptions options;
+  options.first_is_global = true;
+  absl::StatusOr<EquivReport> report = CheckEquivalence(*global, *partitioned, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->verdict, Verdict::kFails) << FormatEquivReport(*report);
+  ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
+  EXPECT_EQ(report->first_divergence->instruction, "twice") << FormatEquivReport(*report);
+  std::vector<std::string> suspects;
+  for (const Divergence::Suspect& s : report->first_divergence->suspects) {
+    suspects.push_back(s.name);
+  }
+  EXPECT_THAT(suspects, ::testing::Contains("extras"));
+  EXPECT_THAT(suspects, ::testing::Not(::testing::Contains("x")));
+}
+
+// A loop's state found wrong on a later trip, where the body ends in an unclaimed instruction
+// (a reshard of ours): the suspects are what the body made it from on the trip before.
+TEST(EquivalenceTest, ALoopStateWrongOnALaterTripSuspectsTheBodysEnd) {
+  auto parse = [](absl::string_view text) {
+    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    return std::move(parsed->module);
+  };
+  std::unique_ptr<HloModule> global = parse(R"(HloModule g, num_partitions=2
+cond {
+  s = (s32[], f32[4]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
+  i = s32[] get-tuple-element(s), index=0, sharding={replicated}
+  n = s32[] constant(3), sharding={replicated}
+  ROOT lt = pred[] compare(i, n), direction=LT, sharding={replicated}
+}
+body {
+  b = (s32[], f32[4]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
+  j = s32[] get-tuple-element(b), index=0, sharding={replicated}
+  x = f32[4] get-tuple-element(b), index=1, sharding={devices=[2]<=[2]}
+  one = s32[] constant(1), sharding={replicated}
+  j1 = s32[] add(j, one), sharding={replicated}
+  ROOT next = (s32[], f32[4]) tuple(j1, x)
+}
+ENTRY main {
+  a = f32[4] parameter(0), sharding={devices=[2]<=[2]}
+  zero = s32[] constant(0), sharding={replicated}
+  init = (s32[], f32[4]) tuple(zero, a), sharding={{replicated}, {devices=[2]<=[2]}}
+  w = (s32[], f32[4]) while(init), condition=cond, body=body, sharding={{replicated}, {devices=[2]<=[2]}}
+  ROOT r = f32[4] get-tuple-element(w), index=1, sharding={devices=[2]<=[2]}
+}
+)");
+  // The body's end negates the carried value (an unclaimed, wrong reshard step).
+  std::unique_ptr<HloModule> partitioned = parse(R"(HloModule p, num_partitions=2
+cond {
+  s = (s32[], f32[2]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
+  i = s32[] get-tuple-element(s), index=0, sharding={replicated}
+  n = s32[] constant(3), sharding={replicated}
+  ROOT lt = pred[] compare(i, n), direction=LT, sharding={replicated}
+}
+body {
+  b = (s32[], f32[2]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
+  j = s32[] get-tuple-element(b), index=0, sharding={replicated}
+  x = f32[2] get-tuple-element(b), index=1, sharding={devices=[2]<=[2]}
+  one = s32[] constant(1), sharding={replicated}
+  j1 = s32[] add(j, one), sharding={replicated}
+  flipped = f32[2] negate(x)
+  ROOT reshard.end = (s32[], f32[2]) tuple(j1, flipped)
+}
+ENTRY main {
+  a = f32[2] parameter(0), sharding={devices=[2]<=[2]}
+  zero = s32[] constant(0), sharding={replicated}
+  init = (s32[], f32[2]) tuple(zero, a), sharding={{replicated}, {devices=[2]<=[2]}}
+  w = (s32[], f32[2]) while(init), condition=cond, body=body, sharding={{replicated}, {devices=[2]<=[2]}}
+  ROOT r = f32[2] get-tuple-element(w), index=1, sharding={devices=[2]<=[2]}
+}
+)");
+  EquivOptions options;
+  options.first_is_global = true;
+  absl::StatusOr<EquivReport> report = CheckEquivalence(*global, *partitioned, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->verdict, Verdict::kFails) << FormatEquivReport(*report);
+  ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
+  // The condition's state on the second trip is the first claimed value that is wrong.
+  EXPECT_EQ(report->first_divergence->instruction, "s") << FormatEquivReport(*report);
+  std::vector<std::string> suspects;
+  for (const Divergence::Suspect& s : report->first_divergence->suspects) {
+    suspects.push_back(s.name);
+  }
+  EXPECT_EQ(suspects, (std::vector<std::string>{"flipped", "reshard.end", "s"}));
+}
+
+// A global program with manual regions runs on every device; the localisation replays it so,
+// and finds the first wrong value (before, it ran it on one device, failed, and localised
+// nothing: "none of the 0 annotated instructions").
+TEST(EquivalenceTest, LocalisesWhenTheGlobalProgramHasManualRegions) {
+  auto parse = [](absl::string_view text) {
+    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    return std::move(parsed->module);
+  };
+  std::unique_ptr<HloModule> global = parse(R"(HloModule g, num_partitions=2
+region {
+  m = f32[2] parameter(0), sharding={manual}
+  ROOT mm = f32[2] negate(m), sharding={manual}
+}
+ENTRY main {
+  a = f32[4] parameter(0), sharding={devices=[2]<=[2]}
+  d = f32[4] add(a, a), sharding={devices=[2]<=[2]}
+  to-shard = f32[2] custom-call(d), custom_call_target="SPMDFullToShardShape", sharding={manual}
+  called = f32[2] call(to-shard), to_apply=region, sharding={manual}
+  ROOT to-full = f32[4] custom-call(called), custom_call_target="SPMDShardToFullShape", sharding={devices=[2]<=[2]}
+}
+)");
+  std::unique_ptr<HloModule> partitioned = parse(R"(HloModule p, num_partitions=2
+region {
+  m = f32[2] parameter(0), sharding={manual}
+  ROOT mm = f32[2] negate(m), sharding={manual}
+}
+ENTRY main {
+  a = f32[2] parameter(0), sharding={devices=[2]<=[2]}
+  d = f32[2] multiply(a, a), sharding={devices=[2]<=[2]}
+  called = f32[2] call(d), to_apply=region
+  ROOT to-full = f32[2] copy(called), sharding={devices=[2]<=[2]}
+}
+)");
+  EquivOptions options;
+  options.first_is_global = true;
+  absl::StatusOr<EquivReport> report = CheckEquivalence(*global, *partitioned, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->verdict, Verdict::kFails) << FormatEquivReport(*report);
+  ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
+  EXPECT_EQ(report->first_divergence->instruction, "d");
+}
+
 }  // namespace
 }  // namespace spmdcheck::oracle
