@@ -32,6 +32,13 @@ std::map<std::string, oracle::EquivOptions::HeldValue> ClaimsFromMetadata(
     HloOpcode opcode;
     Shape shape;
   };
+  // Shardy's propagation renames instructions (pad.1 received is pad.0 propagated); its
+  // metadata keeps the op_name. The last of an op_name with that opcode and shape.
+  std::map<std::string, const HloInstruction*> propagated_by_op_name;
+  for (const auto& p : propagated->entry()->instructions()) {
+    const std::string op_name = MetadataOpName(*p);
+    if (!op_name.empty()) propagated_by_op_name[op_name] = p.get();
+  }
   std::map<std::string, Global> by_op_name;
   for (const auto& g : judged.entry()->instructions()) {
     const std::string op_name = MetadataOpName(*g);
@@ -39,6 +46,14 @@ std::map<std::string, oracle::EquivOptions::HeldValue> ClaimsFromMetadata(
     // collective-permute that reshards a parameter `param.0`) holds it resharded.
     if (op_name.empty() || !g->shape().IsArray() || g->opcode() == HloOpcode::kParameter) continue;
     const HloInstruction* p = propagated->entry()->FindInstruction(g->name());
+    if (p == nullptr || p->opcode() != g->opcode() ||
+        (!MetadataOpName(*p).empty() && MetadataOpName(*p) != op_name)) {
+      auto it = propagated_by_op_name.find(op_name);
+      p = it != propagated_by_op_name.end() && it->second->opcode() == g->opcode() &&
+                  it->second->shape().Compatible(g->shape())
+              ? it->second
+              : nullptr;
+    }
     if (p == nullptr || !p->sharding().has_value() || p->sharding()->IsTuple()) continue;
     by_op_name.insert_or_assign(op_name,
                                 Global{g->name(), *p->sharding(), g->opcode(), g->shape()});

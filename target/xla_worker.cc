@@ -171,12 +171,13 @@ bool XlaWorker::ReadsNamedShardings() {
                                        since.end());
 }
 
-std::string XlaWorker::RequestLogTail(int64_t id) const {
+std::string XlaWorker::RequestLog(int64_t id) const {
   std::ifstream in(absl::StrCat(scratch_, "/request-", id, ".log"));
   if (!in) return "";
   std::stringstream text;
   text << in.rdbuf();
-  return Tail(text.str(), 3000);
+  // A runaway log is cut to its last MiB; XLA's CHECK line and stack fit in far less.
+  return Tail(text.str(), 1 << 20);
 }
 
 absl::StatusOr<WorkerAnswer> XlaWorker::Call(const std::string& method,
@@ -200,12 +201,14 @@ absl::StatusOr<WorkerAnswer> XlaWorker::Call(const std::string& method,
     }
     // The worker died mid-request: XLA's CHECK failure, an abort, the OOM killer.
     const ProcessResult ended = child_->Wait(5);
-    std::string output = RequestLogTail(id);
-    if (output.empty()) output = Tail(ended.stderr_text, 3000);
+    std::string log = RequestLog(id);
+    if (log.empty()) log = ended.stderr_text;
     child_.reset();
-    // The line that says why (an XLA CHECK failure, `F...] Check failed: ...`) comes first.
+    // The line that says why (an XLA CHECK failure, `F...] Check failed: ...`) comes first,
+    // found in the whole log: a long stack trace after it pushes it out of the last 3000 bytes.
+    const std::string output = Tail(log, 3000);
     std::string why;
-    for (absl::string_view line : absl::StrSplit(output, '\n')) {
+    for (absl::string_view line : absl::StrSplit(log, '\n')) {
       if (absl::StrContains(line, "Check failed") || absl::StrContains(line, "RET_CHECK") ||
           (line.size() > 1 && line[0] == 'F' &&
            std::isdigit(static_cast<unsigned char>(line[1])))) {

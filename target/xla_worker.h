@@ -89,7 +89,8 @@ class XlaWorker {
 
  private:
   absl::Status EnsureStarted(int64_t devices_needed);
-  std::string RequestLogTail(int64_t id) const;
+  // The log of request `id` (its last MiB): what the worker printed while serving it.
+  std::string RequestLog(int64_t id) const;
 
   XlaWorkerOptions options_;
   std::string scratch_;

@@ -75,6 +75,28 @@ TEST(MetadataClaims, APermuteEveryPartitionReceivesFromEndsTheHandler) {
   EXPECT_FALSE(claims.contains("c"));
 }
 
+// Shardy's propagated module renames the instructions (copy c received is c.0 propagated) and
+// keeps the op_name metadata: the shardings are found through it.
+TEST(MetadataClaims, ShardyRenamesThePropagatedInstructions) {
+  std::unique_ptr<HloModule> received = Parse(kReceived);
+  std::unique_ptr<HloModule> propagated = Parse(
+      R"(HloModule g, num_partitions=3
+ENTRY main {
+  p.0 = f32[6] parameter(0), sharding={devices=[3]<=[3]}, metadata={op_name="p"}
+  c.0 = f32[6] copy(p.0), sharding={devices=[3]<=[3]}, metadata={op_name="copy.15"}
+  ROOT n.0 = f32[6] negate(c.0), sharding={replicated}, metadata={op_name="negate.16"}
+}
+)");
+  std::unique_ptr<HloModule> partitioned = Parse(Partitioned("{{1,0},{2,1}}"));
+  auto claims = ClaimsFromMetadata(*received, propagated.get(), *partitioned);
+  ASSERT_TRUE(claims.contains("c"));
+  EXPECT_EQ(claims.at("c").global, "c");
+  EXPECT_EQ(claims.at("c").sharding.ToString(false), "{devices=[3]<=[3]}");
+  // n's propagated sharding is replicated: its tile is the whole f32[6], which the partitioned
+  // f32[2] is not, so nothing claims it.
+  EXPECT_FALSE(claims.contains("n"));
+}
+
 TEST(MetadataClaims, NoPropagatedModuleNoClaims) {
   std::unique_ptr<HloModule> received = Parse(kReceived);
   std::unique_ptr<HloModule> partitioned = Parse(Partitioned("{{1,0},{2,1}}"));
