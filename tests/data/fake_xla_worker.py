@@ -4,7 +4,7 @@ client's tests. FAKE_WORKER_MODE picks how it answers a compile:
   ok       - a well-formed answer (a tiny partitioned module)
   garbage  - a line that is not JSON
   wrong-id - an answer to another request
-  die      - prints an XLA-style CHECK failure to stderr and aborts
+  die      - logs an XLA-style CHECK failure and a long stack trace, and aborts
   hang     - never answers
   no-hello - never says it is ready
   fail-import - says jax cannot be imported
@@ -43,6 +43,9 @@ for line in sys.stdin:
   elif mode == "die":
     with open(os.path.join(scratch, f"request-{request['id']}.log"), "w") as log:
       log.write("F0000 00:00:00 spmd_partitioner.cc:123] Check failed: fake CHECK for tests\n")
+      # XLA's stack trace follows, longer than the tail the client keeps of the log.
+      for frame in range(200):
+        log.write(f"    @     0x{frame:012x}  xla::spmd::SomeFrame{frame}()\n")
     os.abort()
   elif mode == "fallback":
     print(json.dumps({"id": request["id"], "result": {
