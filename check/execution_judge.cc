@@ -81,6 +81,23 @@ std::string MismatchText(const oracle::ElementMismatch& m) {
                       m.actual);
 }
 
+// A device's output of XLA's sharded executable whose shape is not its shard's under the
+// output sharding XLA itself reports (an array leaf, tiled or replicated): what is wrong, else
+// nothing.
+std::optional<std::string> WrongShardShape(const Literal& local, const Literal& global,
+                                           const HloSharding& sharding) {
+  if (!local.shape().IsArray() || !global.shape().IsArray() ||
+      !(sharding.IsTiled() || sharding.IsReplicated())) {
+    return std::nullopt;
+  }
+  const Shape expected = sharding.IsTiled() ? sharding.TileShape(global.shape()) : global.shape();
+  if (expected.Compatible(local.shape())) return std::nullopt;
+  return absl::StrCat("holds ", local.shape().ToString(false), " but XLA's own output sharding ",
+                      sharding.ToString(false), " makes its shard of ",
+                      global.shape().ToString(false), " ", expected.ToString(false),
+                      " (the executable contradicts its output sharding)");
+}
+
 struct Executions {
   ExecutionCheck end_to_end;
   ExecutionCheck interpreter;
@@ -198,6 +215,19 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
         for (size_t l = 0; l < sharded->size(); ++l) {
           if ((*sharded)[l].size() != static_cast<size_t>(n)) {
             return std::string("XLA's sharded run returned a wrong number of device outputs");
+          }
+          if (std::optional<std::string> wrong_shape = WrongShardShape(
+                  (*sharded)[l][d], (*single)[l], output_shardings[l])) {
+            // XLA's executable contradicts its own output sharding: wrong whatever the values.
+            if (check.wrong_devices.empty()) {
+              check.device = d;
+              check.output = static_cast<int64_t>(l);
+              check.detail = absl::StrCat(
+                  "device ", d, " output ", sharded->size() > 1 ? absl::StrCat("{", l, "} ") : "",
+                  *wrong_shape);
+            }
+            check.wrong_devices.push_back(d);
+            break;
           }
           absl::StatusOr<std::optional<oracle::ElementMismatch>> m =
               oracle::CompareShard((*sharded)[l][d], (*single)[l], output_shardings[l], d,

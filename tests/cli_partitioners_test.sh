@@ -75,6 +75,10 @@ if [ -x "$venv/bin/python" ] && "$venv/bin/python" -c "import jax" 2>/dev/null; 
       pass=$((pass + 1))
     fi
   done
+  # An executable whose device shards contradict its own output sharding is wrong (not an
+  # inconclusive comparison), and a Shardy case of a known finding is matched to it.
+  expect 1 "the executable contradicts its output sharding" -- "$bin" check "$src/corpus/xla-findings/pad-interior-window-clamped/wrong_shape_module.hlo" --partitioner xla
+  expect 1 "known finding: scatter-padded-indices-in-range" -- "$bin" check "$src/corpus/xla-findings/scatter-padded-indices-in-range/shardy_module.hlo" --partitioner shardy
   expect 0 "_spmd" -- "$bin" partition "$matmul" --partitioner xla
   expect 0 "dumped: $tmp/dump/xla.partitioned.hlo" -- "$bin" check "$matmul" --partitioner xla --dump "$tmp/dump"
   expect 0 "" -- "$bin" parse "$tmp/dump/xla.partitioned.hlo"
