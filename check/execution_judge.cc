@@ -216,15 +216,15 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
           if ((*sharded)[l].size() != static_cast<size_t>(n)) {
             return std::string("XLA's sharded run returned a wrong number of device outputs");
           }
-          if (std::optional<std::string> wrong_shape = WrongShardShape(
-                  (*sharded)[l][d], (*single)[l], output_shardings[l])) {
+          if (std::optional<std::string> wrong_shape =
+                  WrongShardShape((*sharded)[l][d], (*single)[l], output_shardings[l])) {
             // XLA's executable contradicts its own output sharding: wrong whatever the values.
             if (check.wrong_devices.empty()) {
               check.device = d;
               check.output = static_cast<int64_t>(l);
-              check.detail = absl::StrCat(
-                  "device ", d, " output ", sharded->size() > 1 ? absl::StrCat("{", l, "} ") : "",
-                  *wrong_shape);
+              check.detail =
+                  absl::StrCat("device ", d, " output ",
+                               sharded->size() > 1 ? absl::StrCat("{", l, "} ") : "", *wrong_shape);
             }
             check.wrong_devices.push_back(d);
             break;

@@ -145,7 +145,8 @@ std::optional<std::string> XlaRootCauseOp(const CheckOutcome& outcome, const Hlo
 // Where a failure is named: its root cause when the oracle localised it (ours: the op of the
 // partitioned program; XLA's: the source op of its first wrong value), else the global op (Where).
 std::string RootCauseOrWhere(const CheckOutcome& outcome, const HloModule& program, bool ours) {
-  std::optional<std::string> root = ours ? RootCauseOp(outcome, program) : XlaRootCauseOp(outcome, program);
+  std::optional<std::string> root =
+      ours ? RootCauseOp(outcome, program) : XlaRootCauseOp(outcome, program);
   return root.has_value() ? *root : Where(outcome, program);
 }
 

@@ -164,10 +164,9 @@ absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(
         continue;
       }
       const int64_t first_line = instruction.location().line;
-      const int64_t last_line =
-          k + 1 < instructions.size()
-              ? std::max(first_line, instructions[k + 1]->location().line - 1)
-              : first_line;
+      const int64_t last_line = k + 1 < instructions.size()
+                                    ? std::max(first_line, instructions[k + 1]->location().line - 1)
+                                    : first_line;
       for (int64_t line = first_line;
            line >= 1 && line <= last_line && line <= static_cast<int64_t>(lines.size()); ++line) {
         std::optional<HoldsComment> note = ParseHoldsComment(lines[line - 1]);
@@ -231,8 +230,8 @@ const HloInstruction* LoopCarriedRoot(const HloInstruction& diverging) {
     for (const auto& i : c->instructions()) {
       if (i->opcode() != HloOpcode::kWhile) continue;
       const HloComputation* body = i->called_computation("body");
-      if (body != nullptr && (body == computation || i->called_computation("condition") ==
-                                                         computation)) {
+      if (body != nullptr &&
+          (body == computation || i->called_computation("condition") == computation)) {
         return body->root();
       }
     }
@@ -604,8 +603,8 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
     Divergence divergence;
     for (size_t i = 0; i < devices.size(); ++i) {
       absl::StatusOr<std::optional<ElementMismatch>> compared =
-          CompareShard(*values[i], global, claim->second.sharding,
-                       devices[i] % setup.partitions, setup.tolerance);
+          CompareShard(*values[i], global, claim->second.sharding, devices[i] % setup.partitions,
+                       setup.tolerance);
       if (!compared.ok()) {
         // The local shape is not the claimed shard's (e.g. a padded buffer): not comparable.
         --report->annotations_checked;
@@ -760,8 +759,7 @@ std::string FormatEquivReport(const EquivReport& report) {
     for (int64_t d : report.wrong_devices) ids.push_back(absl::StrCat(d));
     absl::StrAppend(&out, "wrong devices: ", absl::StrJoin(ids, ","), "\n");
     if (report.first_divergence.has_value()) {
-      absl::StrAppend(&out, "first divergence: ", FormatDivergence(*report.first_divergence),
-                      "\n");
+      absl::StrAppend(&out, "first divergence: ", FormatDivergence(*report.first_divergence), "\n");
       if (!report.later_divergences.empty()) {
         std::vector<std::string> later;
         for (const Divergence& d : report.later_divergences) later.push_back(d.holds);

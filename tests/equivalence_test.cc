@@ -274,7 +274,8 @@ ENTRY main {
   for (const Divergence& d : report->later_divergences) later.push_back(d.holds);
   // `s` only carries `r`'s wrong value on; `d` is a second wrong value.
   EXPECT_EQ(later, (std::vector<std::string>{"s", "d"}));
-  EXPECT_THAT(FormatEquivReport(*report), ::testing::HasSubstr("later divergences (holding): s, d"));
+  EXPECT_THAT(FormatEquivReport(*report),
+              ::testing::HasSubstr("later divergences (holding): s, d"));
 }
 
 // A wrong value made inside a loop body is localised there, on the trip it goes wrong: the
