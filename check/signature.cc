@@ -41,11 +41,10 @@ const HloInstruction* LeafProducer(const HloInstruction* instr, int64_t leaf) {
   return instr;
 }
 
-// The names of the instructions of `program`'s entry that `output` (a flat leaf index) depends
-// on, itself included.
-absl::flat_hash_set<std::string> ConeOfOutput(const HloModule& program, int64_t output) {
+// The names of the instructions `instruction` depends on (its computation's), itself included.
+absl::flat_hash_set<std::string> ConeOf(const HloInstruction* instruction) {
   absl::flat_hash_set<std::string> cone;
-  std::vector<const HloInstruction*> stack = {LeafProducer(program.entry()->root(), output)};
+  std::vector<const HloInstruction*> stack = {instruction};
   while (!stack.empty()) {
     const HloInstruction* i = stack.back();
     stack.pop_back();
@@ -53,6 +52,12 @@ absl::flat_hash_set<std::string> ConeOfOutput(const HloModule& program, int64_t 
     for (const HloInstruction* operand : i->operands()) stack.push_back(operand);
   }
   return cone;
+}
+
+// The names of the instructions of `program`'s entry that `output` (a flat leaf index) depends
+// on, itself included.
+absl::flat_hash_set<std::string> ConeOfOutput(const HloModule& program, int64_t output) {
+  return ConeOf(LeafProducer(program.entry()->root(), output));
 }
 
 // The opcode of the global instruction a failure points at: the diverging one (CauseDivergence),
@@ -126,20 +131,29 @@ std::optional<std::string> XlaRootCauseOp(const CheckOutcome& outcome, const Hlo
     return std::nullopt;
   }
   const HloModule& received = outcome.judged_global != nullptr ? *outcome.judged_global : program;
-  std::map<std::string, HloOpcode> source_by_op_name;
+  std::map<std::string, const HloInstruction*> source_by_op_name;
   for (const auto& g : received.entry()->instructions()) {
     const std::string op_name = MetadataOpName(*g);
     if (!op_name.empty() && g->opcode() != HloOpcode::kParameter) {
-      source_by_op_name.emplace(op_name, g->opcode());
+      source_by_op_name.emplace(op_name, g.get());
     }
   }
+  // The wrong value depends only on what its global instruction depends on: a suspect made for
+  // another source op (a partition offset XLA's CSE shares with a sort's handler) is not it.
+  const HloInstruction* wrong = received.entry()->FindInstruction(divergence->holds);
+  const absl::flat_hash_set<std::string> cone =
+      wrong != nullptr ? ConeOf(wrong) : absl::flat_hash_set<std::string>{};
+  std::optional<std::string> outside_cone;
   for (const auto& suspect : divergence->suspects) {
     const HloInstruction* i = outcome.partitioned->entry()->FindInstruction(suspect.name);
     if (i == nullptr) continue;
     auto source = source_by_op_name.find(MetadataOpName(*i));
-    if (source != source_by_op_name.end()) return std::string(HloOpcodeString(source->second));
+    if (source == source_by_op_name.end()) continue;
+    const std::string op(HloOpcodeString(source->second->opcode()));
+    if (cone.empty() || cone.contains(source->second->name())) return op;
+    if (!outside_cone.has_value()) outside_cone = op;
   }
-  return std::nullopt;
+  return outside_cone;
 }
 
 // Where a failure is named: its root cause when the oracle localised it (ours: the op of the

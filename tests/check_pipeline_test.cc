@@ -461,5 +461,45 @@ ENTRY main (p: f32[4]) -> f32[4] {
   EXPECT_EQ(SignatureOf("reference", outcome, *m->module).text, "wrong-result.all-gather");
 }
 
+// XLA's root cause is the source op of the earliest suspect that the wrong value depends on: a
+// partition offset XLA's CSE shared with another op's handler (here a sort's) comes first in
+// program order but is not it (campaign seed 102: a convolution's miscompile was named sort).
+TEST(SignatureTest, XlaRootCauseIsASourceOpTheWrongValueDependsOn) {
+  absl::StatusOr<ParsedModule> m = ParseHloModule(R"(HloModule t, num_partitions=2
+ENTRY main (p: s32[4], q: f32[4]) -> (s32[4], f32[4]) {
+  p = s32[4] parameter(0)
+  q = f32[4] parameter(1)
+  s = s32[4] sort(p), dimensions={0}, metadata={op_name="sort.9"}
+  c = f32[4] negate(q), metadata={op_name="negate.15"}
+  ROOT t = (s32[4], f32[4]) tuple(s, c)
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  absl::StatusOr<ParsedModule> partitioned = ParseHloModule(R"(HloModule t_spmd, num_partitions=2
+ENTRY main (p: s32[2], q: f32[2]) -> (s32[2], f32[2]) {
+  p = s32[2] parameter(0)
+  q = f32[2] parameter(1)
+  offsets = s32[2] constant({0, 2}), metadata={op_name="sort.9"}
+  id = u32[] partition-id()
+  offset = s32[1] dynamic-slice(offsets, id), dynamic_slice_sizes={1}, metadata={op_name="sort.9"}
+  s = s32[2] sort(p), dimensions={0}, metadata={op_name="sort.9"}
+  n = f32[2] negate(q), metadata={op_name="negate.15"}
+  ROOT t = (s32[2], f32[2]) tuple(s, n)
+})");
+  ASSERT_TRUE(partitioned.ok()) << partitioned.status();
+  CheckOutcome outcome;
+  outcome.status = CheckStatus::kFails;
+  outcome.finding = Finding::kConfirmedByXla;
+  outcome.partitioned = std::move(partitioned->module);
+  outcome.report.verdict = Verdict::kFails;
+  outcome.report.first_divergence.emplace();
+  outcome.report.first_divergence->holds = "c";
+  outcome.report.first_divergence->suspects = {{"offset", HloOpcode::kDynamicSlice},
+                                               {"n", HloOpcode::kNegate}};
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.negate");
+  // Holding the sort's value, the shared offset is the earliest suspect in its cone.
+  outcome.report.first_divergence->holds = "s";
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.miscompile.sort");
+}
+
 }  // namespace
 }  // namespace spmdcheck::check
