@@ -97,6 +97,7 @@ absl::StatusOr<std::vector<int64_t>> ReadIndices(const HloInstruction& instructi
                        ? std::numeric_limits<int64_t>::max()
                        : static_cast<int64_t>(data[i]);
         } else {
+          // NOLINTNEXTLINE(bugprone-signed-char-misuse): s8 indices are signed; sign-extend.
           out[i] = static_cast<int64_t>(data[i]);
         }
       }

@@ -233,6 +233,7 @@ absl::Status ExtractKeys(const Literal& literal, KeyMode mode, int64_t base, int
     } else if constexpr (kSignedKeys<Tag>) {
       signeds.resize(static_cast<size_t>(n));
       const S* data = literal.data<S>().data();
+      // NOLINTNEXTLINE(bugprone-signed-char-misuse): s8 keys are signed; sign-extend.
       for (int64_t j = 0; j < n; ++j) signeds[j] = data[base + j * stride];
     } else if constexpr (kUnsignedKeys<Tag>) {
       unsigneds.resize(static_cast<size_t>(n));
