@@ -20,6 +20,7 @@
 #include "ir/literal.h"
 #include "ir/shape.h"
 #include "oracle/collective_groups.h"
+#include "oracle/element_type_dispatch.h"
 #include "oracle/kernel_util.h"
 #include "oracle/op_registry.h"
 
@@ -418,33 +419,20 @@ bool FoldNarrow(Literal* acc, const Literal& x, const Reducer& r) {
 // acc = f(acc, x) elementwise through a fast kernel; false when there is none for the type.
 bool FoldFast(Literal* acc, const Literal& x, const Reducer& r) {
   if (r.kind == ReducerKind::kOther || r.type != acc->shape().element_type()) return false;
-  switch (r.type) {
-    case PrimitiveType::kPred:
+  return DispatchElementTypeIfHandled(r.type, [&](auto tag) -> bool {
+    using Tag = decltype(tag);
+    if constexpr (Tag::kIsPred) {
       return FoldPred(acc, x, r);
-    case PrimitiveType::kS8:
-      return FoldInteger<int8_t>(acc, x, r);
-    case PrimitiveType::kS16:
-      return FoldInteger<int16_t>(acc, x, r);
-    case PrimitiveType::kS32:
-      return FoldInteger<int32_t>(acc, x, r);
-    case PrimitiveType::kS64:
-      return FoldInteger<int64_t>(acc, x, r);
-    case PrimitiveType::kU8:
-      return FoldInteger<uint8_t>(acc, x, r);
-    case PrimitiveType::kU16:
-      return FoldInteger<uint16_t>(acc, x, r);
-    case PrimitiveType::kU32:
-      return FoldInteger<uint32_t>(acc, x, r);
-    case PrimitiveType::kU64:
-      return FoldInteger<uint64_t>(acc, x, r);
-    case PrimitiveType::kF32:
-      return FoldFloat<float>(acc, x, r);
-    case PrimitiveType::kF64:
-      return FoldFloat<double>(acc, x, r);
-    default:
-      if (IsNarrowFloat(r.type)) return FoldNarrow(acc, x, r);
+    } else if constexpr (Tag::kIsNativeInteger) {
+      return FoldInteger<typename Tag::Storage>(acc, x, r);
+    } else if constexpr (Tag::kIsNativeFloat) {
+      return FoldFloat<typename Tag::Storage>(acc, x, r);
+    } else if constexpr (Tag::kIsNarrowFloat) {
+      return FoldNarrow(acc, x, r);
+    } else {
       return false;
-  }
+    }
+  });
 }
 
 // acc = f(acc, x) elementwise by calling the computation on scalars.

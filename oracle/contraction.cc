@@ -40,6 +40,7 @@
 #include "ir/hlo_module.h"
 #include "ir/literal.h"
 #include "ir/shape.h"
+#include "oracle/element_type_dispatch.h"
 #include "oracle/kernel_util.h"
 #include "oracle/op_registry.h"
 
@@ -156,36 +157,15 @@ std::vector<C> ToCompute(const Literal& lit) {
   } else if constexpr (std::is_same_v<C, double>) {
     CopyOut(lit, out.data());
   } else if constexpr (std::is_same_v<C, uint64_t>) {
-    switch (type) {
-      case PrimitiveType::kS8:
-        WidenInts<int8_t>(lit, out.data());
-        break;
-      case PrimitiveType::kS16:
-        WidenInts<int16_t>(lit, out.data());
-        break;
-      case PrimitiveType::kS32:
-        WidenInts<int32_t>(lit, out.data());
-        break;
-      case PrimitiveType::kS64:
-        WidenInts<int64_t>(lit, out.data());
-        break;
-      case PrimitiveType::kU8:
-      case PrimitiveType::kPred:
-        WidenInts<uint8_t>(lit, out.data());
-        break;
-      case PrimitiveType::kU16:
-        WidenInts<uint16_t>(lit, out.data());
-        break;
-      case PrimitiveType::kU32:
-        WidenInts<uint32_t>(lit, out.data());
-        break;
-      case PrimitiveType::kU64:
-        WidenInts<uint64_t>(lit, out.data());
-        break;
-      default:  // Sub-byte integers.
+    // Only integer and pred types compute in uint64_t (ComputeKindOf); the status is always ok.
+    DispatchElementType(type, [&](auto tag) {
+      using Tag = decltype(tag);
+      if constexpr (Tag::kIsNativeInteger || Tag::kIsPred) {
+        WidenInts<typename Tag::Storage>(lit, out.data());
+      } else {  // Sub-byte integers.
         for (int64_t i = 0; i < n; ++i) out[i] = static_cast<uint64_t>(lit.GetInt64(i));
-        break;
-    }
+      }
+    }).IgnoreError();
   } else {
     CopyOut(lit, out.data());  // std::complex<float/double> has the layout of c64/c128.
   }
@@ -211,35 +191,15 @@ void FromCompute(const std::vector<C>& values, Literal& lit) {
       for (int64_t i = 0; i < n; ++i) lit.SetBits(i, FloatToNarrowBits(type, values[i]));
     }
   } else if constexpr (std::is_same_v<C, uint64_t>) {
-    switch (type) {
-      case PrimitiveType::kS8:
-        NarrowInts<int8_t>(values, lit);
-        break;
-      case PrimitiveType::kS16:
-        NarrowInts<int16_t>(values, lit);
-        break;
-      case PrimitiveType::kS32:
-        NarrowInts<int32_t>(values, lit);
-        break;
-      case PrimitiveType::kS64:
-        NarrowInts<int64_t>(values, lit);
-        break;
-      case PrimitiveType::kU8:
-        NarrowInts<uint8_t>(values, lit);
-        break;
-      case PrimitiveType::kU16:
-        NarrowInts<uint16_t>(values, lit);
-        break;
-      case PrimitiveType::kU32:
-        NarrowInts<uint32_t>(values, lit);
-        break;
-      case PrimitiveType::kU64:
-        NarrowInts<uint64_t>(values, lit);
-        break;
-      default:  // pred (any product true) and sub-byte integers.
+    // Only integer and pred types compute in uint64_t (ComputeKindOf); the status is always ok.
+    DispatchElementType(type, [&](auto tag) {
+      using Tag = decltype(tag);
+      if constexpr (Tag::kIsNativeInteger) {
+        NarrowInts<typename Tag::Storage>(values, lit);
+      } else {  // pred (any product true) and sub-byte integers.
         for (int64_t i = 0; i < n; ++i) lit.SetBits(i, WrapToType(type, values[i]));
-        break;
-    }
+      }
+    }).IgnoreError();
   } else {
     std::memcpy(lit.raw_data(), values.data(), static_cast<size_t>(n) * sizeof(C));
   }

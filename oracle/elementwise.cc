@@ -33,6 +33,7 @@
 #include "ir/literal.h"
 #include "ir/primitive_type.h"
 #include "ir/shape.h"
+#include "oracle/element_type_dispatch.h"
 #include "oracle/kernel_util.h"
 #include "oracle/op_registry.h"
 
@@ -136,85 +137,35 @@ struct ComplexTr {
   static S Store(C c) { return c; }
 };
 
-// Calls fn(Traits{}) for the element type; false when the type has no elements (token, tuple).
-template <typename Fn>
-bool DispatchType(PrimitiveType type, Fn&& fn) {
-  switch (type) {
-    case PrimitiveType::kPred:
-      fn(PredTr{});
-      return true;
-    case PrimitiveType::kS2:
-      fn(SubIntTr<true, 2>{});
-      return true;
-    case PrimitiveType::kS4:
-      fn(SubIntTr<true, 4>{});
-      return true;
-    case PrimitiveType::kS8:
-      fn(IntTr<int8_t>{});
-      return true;
-    case PrimitiveType::kS16:
-      fn(IntTr<int16_t>{});
-      return true;
-    case PrimitiveType::kS32:
-      fn(IntTr<int32_t>{});
-      return true;
-    case PrimitiveType::kS64:
-      fn(IntTr<int64_t>{});
-      return true;
-    case PrimitiveType::kU2:
-      fn(SubIntTr<false, 2>{});
-      return true;
-    case PrimitiveType::kU4:
-      fn(SubIntTr<false, 4>{});
-      return true;
-    case PrimitiveType::kU8:
-      fn(IntTr<uint8_t>{});
-      return true;
-    case PrimitiveType::kU16:
-      fn(IntTr<uint16_t>{});
-      return true;
-    case PrimitiveType::kU32:
-      fn(IntTr<uint32_t>{});
-      return true;
-    case PrimitiveType::kU64:
-      fn(IntTr<uint64_t>{});
-      return true;
-    case PrimitiveType::kF16:
-      fn(NarrowTr<PrimitiveType::kF16, uint16_t>{});
-      return true;
-    case PrimitiveType::kBF16:
-      fn(BF16Tr{});
-      return true;
-    case PrimitiveType::kF32:
-      fn(FloatTr<float>{});
-      return true;
-    case PrimitiveType::kF64:
-      fn(FloatTr<double>{});
-      return true;
-    case PrimitiveType::kF8E5M2:
-      fn(NarrowTr<PrimitiveType::kF8E5M2, uint8_t>{});
-      return true;
-    case PrimitiveType::kF8E4M3FN:
-      fn(NarrowTr<PrimitiveType::kF8E4M3FN, uint8_t>{});
-      return true;
-    case PrimitiveType::kF8E4M3B11FNUZ:
-      fn(NarrowTr<PrimitiveType::kF8E4M3B11FNUZ, uint8_t>{});
-      return true;
-    case PrimitiveType::kF8E5M2FNUZ:
-      fn(NarrowTr<PrimitiveType::kF8E5M2FNUZ, uint8_t>{});
-      return true;
-    case PrimitiveType::kF8E4M3FNUZ:
-      fn(NarrowTr<PrimitiveType::kF8E4M3FNUZ, uint8_t>{});
-      return true;
-    case PrimitiveType::kC64:
-      fn(ComplexTr<float>{});
-      return true;
-    case PrimitiveType::kC128:
-      fn(ComplexTr<double>{});
-      return true;
-    default:
-      return false;
+// The traits of element type Tag (an ElementTypeTag, oracle/element_type_dispatch.h).
+template <typename Tag>
+auto TraitsOf() {
+  using S = typename Tag::Storage;
+  if constexpr (Tag::kIsPred) {
+    return PredTr{};
+  } else if constexpr (Tag::kIsSubByte) {
+    return SubIntTr<Tag::kIsSigned, Tag::kBits>{};
+  } else if constexpr (Tag::kIsInteger) {
+    return IntTr<S>{};
+  } else if constexpr (Tag::kType == PrimitiveType::kBF16) {
+    return BF16Tr{};
+  } else if constexpr (Tag::kIsNarrowFloat) {
+    return NarrowTr<Tag::kType, S>{};
+  } else if constexpr (Tag::kIsFloat) {
+    return FloatTr<S>{};
+  } else {
+    static_assert(Tag::kIsComplex);
+    return ComplexTr<typename S::value_type>{};
   }
+}
+
+template <typename Tag>
+using TraitsFor = decltype(TraitsOf<Tag>());
+
+// Calls fn(Traits{}) for the element type; an error when the type has no elements (token, tuple).
+template <typename Fn>
+absl::Status DispatchType(PrimitiveType type, Fn&& fn) {
+  return DispatchElementType(type, [&](auto tag) { return fn(TraitsFor<decltype(tag)>{}); });
 }
 
 std::optional<Cat> CatOf(PrimitiveType type) {
@@ -687,10 +638,11 @@ absl::StatusOr<Literal> RunUnary(const HloInstruction& instr,
   SPMDCHECK_EW_RETURN_IF_ERROR(SupportStatus(instr, UnarySupport(kOp, *CatOf(type)), type));
   SPMDCHECK_EW_RETURN_IF_ERROR(CheckResultShape(instr, type, in.shape().dimensions()));
   Literal out(instr.shape());
-  DispatchType(type, [&](auto tr) {
+  const absl::Status dispatched = DispatchType(type, [&](auto tr) {
     using Tr = decltype(tr);
     if constexpr (UnarySupport(kOp, Tr::kCat) == Support::kOk) UnaryLoop<kOp, Tr>(in, out);
   });
+  if (!dispatched.ok()) return dispatched;
   return out;
 }
 
@@ -719,12 +671,13 @@ absl::StatusOr<Literal> RunBinary(const HloInstruction& instr,
   SPMDCHECK_EW_RETURN_IF_ERROR(SupportStatus(instr, BinarySupport(kOp, *CatOf(type)), type));
   SPMDCHECK_EW_RETURN_IF_ERROR(CheckResultShape(instr, type, lhs.shape().dimensions()));
   Literal out(instr.shape());
-  DispatchType(type, [&](auto tr) {
+  const absl::Status dispatched = DispatchType(type, [&](auto tr) {
     using Tr = decltype(tr);
     if constexpr (BinarySupport(kOp, Tr::kCat) == Support::kOk) {
       BinaryLoop<kOp, Tr>(lhs, rhs, out);
     }
   });
+  if (!dispatched.ok()) return dispatched;
   return out;
 }
 
@@ -814,11 +767,11 @@ absl::StatusOr<Literal> HandleAbs(const HloInstruction& instr,
   SPMDCHECK_EW_RETURN_IF_ERROR(
       CheckResultShape(instr, ComponentType(type), in.shape().dimensions()));
   Literal out(instr.shape());
-  if (type == PrimitiveType::kC64) {
-    ComplexAbsLoop<float>(in, out);
-  } else {
-    ComplexAbsLoop<double>(in, out);
-  }
+  const absl::Status dispatched = DispatchElementType(type, [&](auto tag) {
+    using Tag = decltype(tag);
+    if constexpr (Tag::kIsComplex) ComplexAbsLoop<typename Tag::Storage::value_type>(in, out);
+  });
+  if (!dispatched.ok()) return dispatched;
   return out;
 }
 
@@ -832,7 +785,7 @@ absl::StatusOr<Literal> HandleIsFinite(const HloInstruction& instr,
   SPMDCHECK_EW_RETURN_IF_ERROR(
       CheckResultShape(instr, PrimitiveType::kPred, in.shape().dimensions()));
   Literal out(instr.shape());
-  DispatchType(type, [&](auto tr) {
+  const absl::Status dispatched = DispatchType(type, [&](auto tr) {
     using Tr = decltype(tr);
     if constexpr (Tr::kCat == Cat::kFloat) {
       absl::Span<const typename Tr::S> x = in.data<typename Tr::S>();
@@ -840,6 +793,7 @@ absl::StatusOr<Literal> HandleIsFinite(const HloInstruction& instr,
       for (size_t i = 0; i < x.size(); ++i) o[i] = std::isfinite(Tr::Load(x[i])) ? 1 : 0;
     }
   });
+  if (!dispatched.ok()) return dispatched;
   return out;
 }
 
@@ -868,19 +822,18 @@ absl::StatusOr<Literal> HandleRealImag(const HloInstruction& instr,
   SPMDCHECK_EW_RETURN_IF_ERROR(
       CheckResultShape(instr, ComponentType(type), in.shape().dimensions()));
   Literal out(instr.shape());
-  if (type == PrimitiveType::kC64) {
-    if (imag) {
-      ComplexPartLoop<true, float>(in, out);
-    } else {
-      ComplexPartLoop<false, float>(in, out);
+  const absl::Status dispatched = DispatchElementType(type, [&](auto tag) {
+    using Tag = decltype(tag);
+    if constexpr (Tag::kIsComplex) {
+      using T = typename Tag::Storage::value_type;
+      if (imag) {
+        ComplexPartLoop<true, T>(in, out);
+      } else {
+        ComplexPartLoop<false, T>(in, out);
+      }
     }
-  } else {
-    if (imag) {
-      ComplexPartLoop<true, double>(in, out);
-    } else {
-      ComplexPartLoop<false, double>(in, out);
-    }
-  }
+  });
+  if (!dispatched.ok()) return dispatched;
   return out;
 }
 
@@ -906,11 +859,11 @@ absl::StatusOr<Literal> HandleComplex(const HloInstruction& instr,
       type == PrimitiveType::kF32 ? PrimitiveType::kC64 : PrimitiveType::kC128;
   SPMDCHECK_EW_RETURN_IF_ERROR(CheckResultShape(instr, result_type, re.shape().dimensions()));
   Literal out(instr.shape());
-  if (type == PrimitiveType::kF32) {
-    MakeComplexLoop<float>(re, im, out);
-  } else {
-    MakeComplexLoop<double>(re, im, out);
-  }
+  const absl::Status dispatched = DispatchElementType(type, [&](auto tag) {
+    using Tag = decltype(tag);
+    if constexpr (Tag::kIsNativeFloat) MakeComplexLoop<typename Tag::Storage>(re, im, out);
+  });
+  if (!dispatched.ok()) return dispatched;
   return out;
 }
 
@@ -1059,7 +1012,7 @@ absl::StatusOr<Literal> HandleCompare(const HloInstruction& instr,
   SPMDCHECK_EW_RETURN_IF_ERROR(
       CheckResultShape(instr, PrimitiveType::kPred, lhs.shape().dimensions()));
   Literal out(instr.shape());
-  DispatchType(type, [&](auto tr) {
+  const absl::Status dispatched = DispatchType(type, [&](auto tr) {
     using Tr = decltype(tr);
     if constexpr (Tr::kCat == Cat::kFloat) {
       if (total) {
@@ -1069,6 +1022,7 @@ absl::StatusOr<Literal> HandleCompare(const HloInstruction& instr,
     }
     CompareDirection<Tr, false>(direction, lhs, rhs, out);
   });
+  if (!dispatched.ok()) return dispatched;
   return out;
 }
 
@@ -1190,10 +1144,11 @@ absl::StatusOr<Literal> HandleClamp(const HloInstruction& instr,
   if (IsComplexType(type)) return BadType(instr, type);
   SPMDCHECK_EW_RETURN_IF_ERROR(CheckResultShape(instr, type, x.shape().dimensions()));
   Literal out(instr.shape());
-  DispatchType(type, [&](auto tr) {
+  const absl::Status dispatched = DispatchType(type, [&](auto tr) {
     using Tr = decltype(tr);
     if constexpr (Tr::kCat != Cat::kComplex) ClampLoop<Tr>(lo, x, hi, out);
   });
+  if (!dispatched.ok()) return dispatched;
   return out;
 }
 
@@ -1300,23 +1255,23 @@ absl::StatusOr<Literal> HandleConvert(const HloInstruction& instr,
     CopyBytes(in, out);
     return out;
   }
-  DispatchType(from, [&](auto src) {
+  const absl::Status dispatched = DispatchType(from, [&](auto src) {
     using Src = decltype(src);
-    DispatchType(to, [&](auto dst) {
+    return DispatchType(to, [&](auto dst) {
       using Dst = decltype(dst);
       if constexpr (Src::kCat != Cat::kComplex || Dst::kCat == Cat::kComplex) {
         ConvertLoop<Src, Dst>(in, out);
       }
     });
   });
+  if (!dispatched.ok()) return dispatched;
   return out;
 }
 
 // ---- bitcast-convert --------------------------------------------------------------------------
 
 bool IsSubByte(PrimitiveType type) {
-  return type == PrimitiveType::kS2 || type == PrimitiveType::kS4 || type == PrimitiveType::kU2 ||
-         type == PrimitiveType::kU4;
+  return DispatchElementTypeIfHandled(type, [](auto tag) { return decltype(tag)::kIsSubByte; });
 }
 
 absl::StatusOr<Literal> HandleBitcastConvert(const HloInstruction& instr,
@@ -1433,7 +1388,7 @@ absl::StatusOr<Literal> HandleReducePrecision(const HloInstruction& instr,
   }
   SPMDCHECK_EW_RETURN_IF_ERROR(CheckResultShape(instr, type, in.shape().dimensions()));
   Literal out(instr.shape());
-  DispatchType(type, [&](auto tr) {
+  const absl::Status dispatched = DispatchType(type, [&](auto tr) {
     using Tr = decltype(tr);
     if constexpr (Tr::kCat == Cat::kFloat) {
       using C = typename Tr::C;
@@ -1446,6 +1401,7 @@ absl::StatusOr<Literal> HandleReducePrecision(const HloInstruction& instr,
       }
     }
   });
+  if (!dispatched.ok()) return dispatched;
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include "ir/hlo_parser.h"
 #include "ir/holds_comment.h"
 #include "ir/tile_assignment.h"
+#include "oracle/element_type_dispatch.h"
 #include "oracle/engine.h"
 #include "oracle/inputs.h"
 #include "oracle/kernel_util.h"
@@ -69,23 +70,20 @@ Tolerance ToleranceFor(const Shape& shape, InputStyle style) {
       for (const Shape& e : s.tuple_shapes()) visit(e);
       return;
     }
-    switch (s.element_type()) {
-      case PrimitiveType::kBF16:
-        eps = std::max(eps, 0x1.0p-7);
-        break;
-      case PrimitiveType::kF16:
-        eps = std::max(eps, 0x1.0p-10);
-        break;
-      case PrimitiveType::kF32:
-        eps = std::max(eps, style == InputStyle::kReals ? 0x1.0p-23 : 0.0);
-        break;
-      case PrimitiveType::kF64:
-        eps = std::max(eps, style == InputStyle::kReals ? 0x1.0p-52 : 0.0);
-        break;
-      default:
-        if (IsFloatingType(s.element_type())) eps = std::max(eps, 0x1.0p-2);
-        break;
-    }
+    // An ulp at 1 of the type's mantissa (bf16 2^-7, f16 2^-10); f32 and f64 only for real-valued
+    // inputs (small integers are exact in them); the f8 formats a flat 2^-2. Tokens add nothing.
+    DispatchElementType(s.element_type(), [&](auto tag) {
+      using Tag = decltype(tag);
+      if constexpr (Tag::kIsFloat) {
+        double type_eps = std::ldexp(1.0, -Tag::kMantissaBits);
+        if constexpr (Tag::kIsNativeFloat) {
+          if (style != InputStyle::kReals) type_eps = 0.0;
+        } else if constexpr (Tag::kBits == 8) {
+          type_eps = 0x1.0p-2;
+        }
+        eps = std::max(eps, type_eps);
+      }
+    }).IgnoreError();
   };
   visit(shape);
   Tolerance tolerance;

@@ -24,6 +24,7 @@
 #include "ir/hlo_module.h"
 #include "ir/literal.h"
 #include "ir/shape.h"
+#include "oracle/element_type_dispatch.h"
 #include "oracle/kernel_util.h"
 #include "oracle/op_registry.h"
 
@@ -84,52 +85,29 @@ absl::StatusOr<std::vector<int64_t>> ReadIndices(const HloInstruction& instructi
   }
   const int64_t n = indices.element_count();
   std::vector<int64_t> out(static_cast<size_t>(n));
-  auto copy = [&](auto tag) {
-    using T = decltype(tag);
-    absl::Span<const T> data = indices.data<T>();
-    for (int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_same_v<T, uint64_t>) {
-        out[i] = data[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
-                     ? std::numeric_limits<int64_t>::max()
-                     : static_cast<int64_t>(data[i]);
-      } else {
-        out[i] = static_cast<int64_t>(data[i]);
+  // The element type is integral (checked above): the dispatch cannot fail.
+  DispatchElementType(type, [&](auto tag) {
+    using Tag = decltype(tag);
+    using T = typename Tag::Storage;
+    if constexpr (Tag::kIsNativeInteger) {
+      absl::Span<const T> data = indices.data<T>();
+      for (int64_t i = 0; i < n; ++i) {
+        if constexpr (std::is_same_v<T, uint64_t>) {
+          out[i] = data[i] > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+                       ? std::numeric_limits<int64_t>::max()
+                       : static_cast<int64_t>(data[i]);
+        } else {
+          // NOLINTNEXTLINE(bugprone-signed-char-misuse): s8 indices are signed; sign-extend.
+          out[i] = static_cast<int64_t>(data[i]);
+        }
+      }
+    } else if constexpr (Tag::kIsSubByte) {
+      // One byte each in the buffer, holding the low bits.
+      for (int64_t i = 0; i < n; ++i) {
+        out[i] = Tag::kIsSigned ? indices.GetInt64(i) : static_cast<int64_t>(indices.GetUint64(i));
       }
     }
-  };
-  switch (type) {
-    case PrimitiveType::kS8:
-      copy(int8_t{});
-      break;
-    case PrimitiveType::kS16:
-      copy(int16_t{});
-      break;
-    case PrimitiveType::kS32:
-      copy(int32_t{});
-      break;
-    case PrimitiveType::kS64:
-      copy(int64_t{});
-      break;
-    case PrimitiveType::kU8:
-      copy(uint8_t{});
-      break;
-    case PrimitiveType::kU16:
-      copy(uint16_t{});
-      break;
-    case PrimitiveType::kU32:
-      copy(uint32_t{});
-      break;
-    case PrimitiveType::kU64:
-      copy(uint64_t{});
-      break;
-    default:
-      // Sub-byte integers (one byte each in the buffer).
-      for (int64_t i = 0; i < n; ++i) {
-        out[i] = IsSignedIntegralType(type) ? indices.GetInt64(i)
-                                            : static_cast<int64_t>(indices.GetUint64(i));
-      }
-      break;
-  }
+  }).IgnoreError();
   return out;
 }
 
@@ -576,28 +554,20 @@ bool CombinePred(ReducerKind op, uint8_t& cur, uint8_t upd) {
 
 // Whether the typed fast path knows `op` on `type` at all (per-element fallbacks aside).
 bool FastReducerSupports(ReducerKind op, PrimitiveType type) {
-  switch (type) {
-    case PrimitiveType::kPred:
+  return DispatchElementTypeIfHandled(type, [op](auto tag) -> bool {
+    using Tag = decltype(tag);
+    if constexpr (Tag::kIsPred) {
       return op == ReducerKind::kAnd || op == ReducerKind::kOr || op == ReducerKind::kXor ||
              op == ReducerKind::kMaximum || op == ReducerKind::kMinimum;
-    case PrimitiveType::kS8:
-    case PrimitiveType::kS16:
-    case PrimitiveType::kS32:
-    case PrimitiveType::kS64:
-    case PrimitiveType::kU8:
-    case PrimitiveType::kU16:
-    case PrimitiveType::kU32:
-    case PrimitiveType::kU64:
+    } else if constexpr (Tag::kIsNativeInteger) {
       return op != ReducerKind::kOther;
-    case PrimitiveType::kF32:
-    case PrimitiveType::kF64:
-    case PrimitiveType::kBF16:
-    case PrimitiveType::kF16:
+    } else if constexpr (Tag::kIsNativeFloat || (Tag::kIsNarrowFloat && Tag::kBits == 16)) {
       return op == ReducerKind::kAdd || op == ReducerKind::kMultiply ||
              op == ReducerKind::kMaximum || op == ReducerKind::kMinimum;
-    default:
+    } else {
       return false;
-  }
+    }
+  });
 }
 
 // Calls to_apply(current..., update...) for single elements and writes the results back.
@@ -691,58 +661,35 @@ absl::Status CombineRun(Literal& out, const Literal& updates, int64_t out_offset
 absl::Status ReducerRun(ReducerKind op, PrimitiveType type, Literal& out, const Literal& updates,
                         int64_t out_offset, int64_t update_offset, int64_t n,
                         GenericCombiner& generic) {
-  auto run_int = [&](auto tag) {
-    using T = decltype(tag);
-    return CombineRun<T>(out, updates, out_offset, update_offset, n, generic,
-                         [op](T& c, T u) { return CombineInt<T>(op, c, u); });
-  };
-  switch (type) {
-    case PrimitiveType::kPred:
+  return DispatchElementType(type, [&](auto tag) -> absl::Status {
+    using Tag = decltype(tag);
+    using S = typename Tag::Storage;
+    if constexpr (Tag::kIsPred) {
       return CombineRun<uint8_t>(out, updates, out_offset, update_offset, n, generic,
                                  [op](uint8_t& c, uint8_t u) { return CombinePred(op, c, u); });
-    case PrimitiveType::kS8:
-      return run_int(int8_t{});
-    case PrimitiveType::kS16:
-      return run_int(int16_t{});
-    case PrimitiveType::kS32:
-      return run_int(int32_t{});
-    case PrimitiveType::kS64:
-      return run_int(int64_t{});
-    case PrimitiveType::kU8:
-      return run_int(uint8_t{});
-    case PrimitiveType::kU16:
-      return run_int(uint16_t{});
-    case PrimitiveType::kU32:
-      return run_int(uint32_t{});
-    case PrimitiveType::kU64:
-      return run_int(uint64_t{});
-    case PrimitiveType::kF32:
-      return CombineRun<float>(out, updates, out_offset, update_offset, n, generic,
-                               [op](float& c, float u) { return CombineFloat<float>(op, c, u); });
-    case PrimitiveType::kF64:
-      return CombineRun<double>(
-          out, updates, out_offset, update_offset, n, generic,
-          [op](double& c, double u) { return CombineFloat<double>(op, c, u); });
-    case PrimitiveType::kBF16:
-    case PrimitiveType::kF16:
-      // Computed in f32 and rounded to nearest even per element, as the evaluator does.
-      return CombineRun<uint16_t>(
-          out, updates, out_offset, update_offset, n, generic, [op, type](uint16_t& c, uint16_t u) {
-            float value = NarrowBitsToFloat(type, c);
-            if (!CombineFloat<float>(op, value, NarrowBitsToFloat(type, u))) {
-              return false;
-            }
-            c = static_cast<uint16_t>(FloatToNarrowBits(type, value));
-            return true;
-          });
-    default:
+    } else if constexpr (Tag::kIsNativeInteger) {
+      return CombineRun<S>(out, updates, out_offset, update_offset, n, generic,
+                           [op](S& c, S u) { return CombineInt<S>(op, c, u); });
+    } else if constexpr (Tag::kIsNativeFloat) {
+      return CombineRun<S>(out, updates, out_offset, update_offset, n, generic,
+                           [op](S& c, S u) { return CombineFloat<S>(op, c, u); });
+    } else if constexpr (Tag::kIsNarrowFloat && Tag::kBits == 16) {
+      // bf16, f16: computed in f32 and rounded to nearest even per element, as the evaluator does.
+      return CombineRun<S>(out, updates, out_offset, update_offset, n, generic, [op](S& c, S u) {
+        float value = NarrowBitsToFloat(Tag::kType, c);
+        if (!CombineFloat<float>(op, value, NarrowBitsToFloat(Tag::kType, u))) return false;
+        c = static_cast<S>(FloatToNarrowBits(Tag::kType, value));
+        return true;
+      });
+    } else {
       for (int64_t k = 0; k < n; ++k) {
         if (absl::Status s = generic.Combine(out_offset + k, update_offset + k); !s.ok()) {
           return s;
         }
       }
       return absl::OkStatus();
-  }
+    }
+  });
 }
 
 // The operands of a scatter: N inputs, the indices and N updates, arrays, inputs (and updates)

@@ -36,6 +36,7 @@
 #include "ir/hlo_module.h"
 #include "ir/literal.h"
 #include "ir/shape.h"
+#include "oracle/element_type_dispatch.h"
 #include "oracle/kernel_util.h"
 #include "oracle/op_registry.h"
 
@@ -79,54 +80,22 @@ struct NarrowCodec {
 // integers, complex), which take the generic path.
 template <typename Fn>
 bool WithCodec(PrimitiveType type, Fn&& fn) {
-  switch (type) {
-    case PrimitiveType::kPred:
+  return DispatchElementTypeIfHandled(type, [&](auto tag) -> bool {
+    using Tag = decltype(tag);
+    using S = typename Tag::Storage;
+    if constexpr (Tag::kIsPred) {
       fn(PredCodec{});
       return true;
-    case PrimitiveType::kS8:
-      fn(NativeCodec<int8_t>{});
+    } else if constexpr (Tag::kIsNativeInteger || Tag::kIsNativeFloat) {
+      fn(NativeCodec<S>{});
       return true;
-    case PrimitiveType::kS16:
-      fn(NativeCodec<int16_t>{});
+    } else if constexpr (Tag::kIsNarrowFloat) {
+      fn(NarrowCodec<S>{Tag::kType});
       return true;
-    case PrimitiveType::kS32:
-      fn(NativeCodec<int32_t>{});
-      return true;
-    case PrimitiveType::kS64:
-      fn(NativeCodec<int64_t>{});
-      return true;
-    case PrimitiveType::kU8:
-      fn(NativeCodec<uint8_t>{});
-      return true;
-    case PrimitiveType::kU16:
-      fn(NativeCodec<uint16_t>{});
-      return true;
-    case PrimitiveType::kU32:
-      fn(NativeCodec<uint32_t>{});
-      return true;
-    case PrimitiveType::kU64:
-      fn(NativeCodec<uint64_t>{});
-      return true;
-    case PrimitiveType::kF32:
-      fn(NativeCodec<float>{});
-      return true;
-    case PrimitiveType::kF64:
-      fn(NativeCodec<double>{});
-      return true;
-    case PrimitiveType::kF16:
-    case PrimitiveType::kBF16:
-      fn(NarrowCodec<uint16_t>{type});
-      return true;
-    case PrimitiveType::kF8E5M2:
-    case PrimitiveType::kF8E4M3FN:
-    case PrimitiveType::kF8E4M3B11FNUZ:
-    case PrimitiveType::kF8E5M2FNUZ:
-    case PrimitiveType::kF8E4M3FNUZ:
-      fn(NarrowCodec<uint8_t>{type});
-      return true;
-    default:
+    } else {
       return false;
-  }
+    }
+  });
 }
 
 template <ReducerKind K>

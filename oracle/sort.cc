@@ -32,6 +32,7 @@
 #include "ir/hlo_module.h"
 #include "ir/literal.h"
 #include "ir/shape.h"
+#include "oracle/element_type_dispatch.h"
 #include "oracle/kernel_util.h"
 #include "oracle/op_registry.h"
 
@@ -108,17 +109,24 @@ struct SimpleComparator {
   KeyMode mode = KeyMode::kFloat;
 };
 
+// The element types with typed keys: f32, f64, bf16 and f16 read as doubles, s8..s64 as int64,
+// pred and u8..u64 as uint64 (an element type tag's predicates). The others (sub-byte integers,
+// the f8 formats, complex) call the comparator.
+template <typename Tag>
+constexpr bool kFloatKeys = Tag::kIsNativeFloat || (Tag::kIsNarrowFloat && Tag::kBits == 16);
+template <typename Tag>
+constexpr bool kSignedKeys = Tag::kIsSigned&& Tag::kIsNativeInteger;
+template <typename Tag>
+constexpr bool kUnsignedKeys = Tag::kIsPred || (Tag::kIsUnsigned && Tag::kIsNativeInteger);
+
 bool IsFastFloat(PrimitiveType type) {
-  return type == PrimitiveType::kF32 || type == PrimitiveType::kF64 ||
-         type == PrimitiveType::kBF16 || type == PrimitiveType::kF16;
+  return DispatchElementTypeIfHandled(type, [](auto tag) { return kFloatKeys<decltype(tag)>; });
 }
 bool IsFastSigned(PrimitiveType type) {
-  return type == PrimitiveType::kS8 || type == PrimitiveType::kS16 || type == PrimitiveType::kS32 ||
-         type == PrimitiveType::kS64;
+  return DispatchElementTypeIfHandled(type, [](auto tag) { return kSignedKeys<decltype(tag)>; });
 }
 bool IsFastUnsigned(PrimitiveType type) {
-  return type == PrimitiveType::kPred || type == PrimitiveType::kU8 ||
-         type == PrimitiveType::kU16 || type == PrimitiveType::kU32 || type == PrimitiveType::kU64;
+  return DispatchElementTypeIfHandled(type, [](auto tag) { return kUnsignedKeys<decltype(tag)>; });
 }
 
 // The key mode of `compare(..., type=comparison_type)` on `type`, when the fast path covers it.
@@ -194,84 +202,45 @@ int64_t TotalOrderKey(uint64_t bits, int width) {
   return s;
 }
 
-// Keys of elements base + j * stride, j in [0, n), of `literal` (a fast type for `mode`).
-void ExtractKeys(const Literal& literal, KeyMode mode, int64_t base, int64_t stride, int64_t n,
-                 std::vector<double>& doubles, std::vector<int64_t>& signeds,
-                 std::vector<uint64_t>& unsigneds) {
+// Keys of elements base + j * stride, j in [0, n), of `literal` (a fast type for `mode`): doubles
+// for kFloat, signeds for kTotalOrder and kSigned, unsigneds for kUnsigned.
+absl::Status ExtractKeys(const Literal& literal, KeyMode mode, int64_t base, int64_t stride,
+                         int64_t n, std::vector<double>& doubles, std::vector<int64_t>& signeds,
+                         std::vector<uint64_t>& unsigneds) {
   const PrimitiveType type = literal.shape().element_type();
-  switch (mode) {
-    case KeyMode::kFloat: {
+  if (mode == KeyMode::kTotalOrder) {
+    signeds.resize(static_cast<size_t>(n));
+    const int width = BitWidth(type);
+    for (int64_t j = 0; j < n; ++j) {
+      signeds[j] = TotalOrderKey(literal.GetBits(base + j * stride), width);
+    }
+    return absl::OkStatus();
+  }
+  // kFloat, kSigned and kUnsigned are the modes of the float, signed and unsigned fast types.
+  return DispatchElementType(type, [&](auto tag) {
+    using Tag = decltype(tag);
+    using S = typename Tag::Storage;
+    if constexpr (kFloatKeys<Tag>) {
       doubles.resize(static_cast<size_t>(n));
-      if (type == PrimitiveType::kF32) {
-        const float* data = literal.data<float>().data();
-        for (int64_t j = 0; j < n; ++j) doubles[j] = data[base + j * stride];
-      } else if (type == PrimitiveType::kF64) {
-        const double* data = literal.data<double>().data();
-        for (int64_t j = 0; j < n; ++j) doubles[j] = data[base + j * stride];
-      } else {
-        const uint16_t* data = literal.data<uint16_t>().data();
-        for (int64_t j = 0; j < n; ++j) {
-          doubles[j] = NarrowBitsToFloat(type, data[base + j * stride]);
+      const S* data = literal.data<S>().data();
+      for (int64_t j = 0; j < n; ++j) {
+        if constexpr (Tag::kIsNativeFloat) {
+          doubles[j] = data[base + j * stride];
+        } else {
+          doubles[j] = NarrowBitsToFloat(Tag::kType, data[base + j * stride]);
         }
       }
-      return;
-    }
-    case KeyMode::kTotalOrder: {
+    } else if constexpr (kSignedKeys<Tag>) {
       signeds.resize(static_cast<size_t>(n));
-      const int width = BitWidth(type);
-      for (int64_t j = 0; j < n; ++j) {
-        signeds[j] = TotalOrderKey(literal.GetBits(base + j * stride), width);
-      }
-      return;
-    }
-    case KeyMode::kSigned: {
-      signeds.resize(static_cast<size_t>(n));
-      auto load = [&](auto tag) {
-        using T = decltype(tag);
-        const T* data = literal.data<T>().data();
-        for (int64_t j = 0; j < n; ++j) signeds[j] = data[base + j * stride];
-      };
-      switch (type) {
-        case PrimitiveType::kS8:
-          load(int8_t{});
-          break;
-        case PrimitiveType::kS16:
-          load(int16_t{});
-          break;
-        case PrimitiveType::kS32:
-          load(int32_t{});
-          break;
-        default:
-          load(int64_t{});
-          break;
-      }
-      return;
-    }
-    case KeyMode::kUnsigned: {
+      const S* data = literal.data<S>().data();
+      // NOLINTNEXTLINE(bugprone-signed-char-misuse): s8 keys are signed; sign-extend.
+      for (int64_t j = 0; j < n; ++j) signeds[j] = data[base + j * stride];
+    } else if constexpr (kUnsignedKeys<Tag>) {
       unsigneds.resize(static_cast<size_t>(n));
-      auto load = [&](auto tag) {
-        using T = decltype(tag);
-        const T* data = literal.data<T>().data();
-        for (int64_t j = 0; j < n; ++j) unsigneds[j] = data[base + j * stride];
-      };
-      switch (type) {
-        case PrimitiveType::kPred:
-        case PrimitiveType::kU8:
-          load(uint8_t{});
-          break;
-        case PrimitiveType::kU16:
-          load(uint16_t{});
-          break;
-        case PrimitiveType::kU32:
-          load(uint32_t{});
-          break;
-        default:
-          load(uint64_t{});
-          break;
-      }
-      return;
+      const S* data = literal.data<S>().data();
+      for (int64_t j = 0; j < n; ++j) unsigneds[j] = data[base + j * stride];
     }
-  }
+  });
 }
 
 template <typename K>
@@ -374,8 +343,11 @@ class RowSorter {
     for (int64_t j = 0; j < n; ++j) perm[j] = j;
     if (n < 2) return absl::OkStatus();
     if (simple_) {
-      ExtractKeys(*operands_[simple_->operand], simple_->mode, base, stride, n, doubles_, signeds_,
-                  unsigneds_);
+      if (absl::Status s = ExtractKeys(*operands_[simple_->operand], simple_->mode, base, stride, n,
+                                       doubles_, signeds_, unsigneds_);
+          !s.ok()) {
+        return s;
+      }
       switch (simple_->mode) {
         case KeyMode::kFloat:
           SortByKeys(doubles_, *simple_, perm, scratch_);
