@@ -6,8 +6,8 @@ SPMDCHECK_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 SPMDCHECK_BUILD_DIR="${SPMDCHECK_BUILD_DIR:-$SPMDCHECK_ROOT/build}"
 SPMDCHECK_PACKAGES=(cmake ninja-build g++ pkg-config librapidcheck-dev libz3-dev libabsl-dev
   libgtest-dev libgmock-dev libbenchmark-dev clang libclang-rt-14-dev python3 python3-jsonschema
-  python3-venv ccache nlohmann-json3-dev clang-format clang-tidy libmimalloc-dev chromium
-  chromium-driver)
+  python3-venv ccache nlohmann-json3-dev libcli11-dev clang-format clang-tidy libmimalloc-dev
+  chromium chromium-driver)
 
 spmdcheck_install_packages() {
   local missing=()

@@ -27,6 +27,41 @@ expect() {
   fi
 }
 
+# Command lines (CLI11, tools/cli.h): every subcommand's --help exits 0 with its usage and flags;
+# unknown flags, malformed numbers and missing arguments are bad input (2) with the error line.
+m="$src/corpus/hlo/sharded_matmul.hlo"
+for c in parse fmt run equiv partition check reshard reduce fuzz nightly repro lint explain report \
+  "prove rewrites" "prove instructions" "prove rule" "prove sharding" "prove same" "prove groups" \
+  "prove pairs" "prove chain" "prove equiv-chain" "sharding expand" "sharding canon" \
+  "sharding show" "sharding groups" "sharding from-spec" "sharding to-spec" "sharding from-sdy" \
+  "sharding to-sdy"; do
+  # shellcheck disable=SC2086
+  expect 0 "usage: spmdcheck $c" -- "$bin" $c --help
+done
+expect 0 "--no-metadata" -- "$bin" fmt --help
+expect 0 "--partitioner SPEC" -- "$bin" check --help
+expect 0 "--procedure auto|enumerate|z3|both" -- "$bin" prove sharding -h
+expect 0 "--until-cmd CMD" -- "$bin" reduce --help
+expect 0 "--svg FILE" -- "$bin" sharding show --help
+expect 0 "--seed S" -- "$bin" run "$m" --seed abc --help
+expect 2 "spmdcheck run: error: unknown flag --frobnicate" -- "$bin" run "$m" --frobnicate
+expect 2 "spmdcheck prove rule: error: unknown flag --frob" -- "$bin" prove rule "$m" --frob=1
+expect 2 "spmdcheck fmt: error: unexpected argument 'extra.hlo'" -- "$bin" fmt "$m" extra.hlo
+expect 2 "spmdcheck fmt: error: FILE is required" -- "$bin" fmt
+expect 2 "usage: spmdcheck fmt FILE" -- "$bin" fmt
+expect 2 "spmdcheck fmt: error: -o" -- "$bin" fmt "$m" -o
+expect 2 "spmdcheck reshard: error: --to is required" -- "$bin" reshard --shape 'f32[8]' --from '{replicated}' --num-partitions 2
+expect 2 "spmdcheck run: error: --seed: expects an integer in [0, 2^64), not 'abc'" -- "$bin" run "$m" --seed abc
+expect 2 "spmdcheck run: error: --seed: expects an integer in [0, 2^64), not '-1'" -- "$bin" run "$m" --seed -1
+expect 2 "spmdcheck equiv: error: --trials: expects an integer, not '2x'" -- "$bin" equiv "$m" "$m" --trials 2x
+expect 2 "spmdcheck fuzz: error: --cases: expects an integer, not '0x10'" -- "$bin" fuzz --cases 0x10
+expect 2 "spmdcheck sharding groups: error: --dims: expects an integer, not 'x'" -- "$bin" sharding groups '{devices=[2,2]<=[4]}' --dims 1,x
+expect 2 "spmdcheck nightly: error: --hours: expects a number, not 'soon'" -- "$bin" nightly --hours soon --out "$tmp/night"
+# --flag=value is --flag value; decimal only (010 is ten, not octal eight).
+expect 0 "f32[3] {" -- "$bin" run "$src/corpus/hlo/reduce_uneven.hlo" --num-partitions=1
+expect 0 "seed 10" -- "$bin" run "$src/corpus/hlo/reduce_uneven.hlo" --num-partitions=1 --seed=010
+expect 0 "[2,2]<=[4]" -- "$bin" sharding groups '{devices=[2,2]<=[4]}' --dims=1
+expect 0 "--seed 3 --trials 1" -- "$bin" check "$m" --seed=3 --trials=1 --partitioner=reference
 # report: a folder that is not a finding is bad input (docs/report.md runs the real examples).
 expect 2 "has no finding.json" -- "$bin" report "$tmp"
 expect 0 "ok: module sharded_matmul" -- "$bin" parse "$src/corpus/hlo/sharded_matmul.hlo"

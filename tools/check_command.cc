@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -35,40 +36,80 @@ void PrintPartitionStats(const partitioner::PartitionStats& stats, const HloModu
 
 namespace {
 
-constexpr char kCheckHelp[] =
+constexpr char kUsage[] =
     R"(usage: spmdcheck check FILE|DIR... [--partitioner SPEC[,SPEC...]] [--num-partitions N] [--trials K]
                        [--seed S] [--stats] [--compare PARTITIONED] [--no-shrink] [--no-widen]
                        [--no-execute] [--dump DIR] [--passes] [--inject-bug NAME] [--xla-venv DIR]
+)";
 
-Partitions FILE with the partitioner under test and checks that the partitioned program computes
+constexpr char kDescription[] =
+    R"(Partitions FILE with the partitioner under test and checks that the partitioned program computes
 FILE's result on every device (random inputs, padding poisoned). For XLA's partitioners three
 checks run: XLA's module after spmd-partitioning against the module XLA received, on our oracle;
 XLA's sharded executable against XLA's single-device run of the same program; and our
 interpreter against that single-device run. A failure is claimed only when XLA's own execution
 confirms it; what only our oracle sees is reported as oracle-only (unknown). With several
-files or a directory (its *.hlo): one line per module and partitioner, then a summary.
-)"
-    R"(  --num-partitions N      partition count (default: the module's num_partitions)
-  --trials K              random trials (default 2); --seed S (default 1)
-  --stats                 the collective cost of each partitioning (and, for XLA, of ours)
-  --compare PARTITIONED   also print the collective cost of another partitioned module
-  --no-shrink             do not shrink arrays over the oracle's budget (then: unknown)
-  --no-widen              keep bf16/f16/f8 arithmetic in the oracle
-  --no-execute            XLA: do not run XLA's executables (a fail is then unconfirmed)
-  --dump DIR              write what each partitioner received and produced to DIR
-  --passes                XLA: compile again with every pass dumped and run the oracle on each
-                          dump after spmd-partitioning (which pass broke it; docs/check.md)
-  --lint                  also run the collective lint on a correct partitioning: a proved
-                          cheaper chain is reported (a cost, never a miscompile)
-  --prove                 also prove every collective of the partitioned module consistent
-                          with its operand's and result's shardings (Z3; refuted: unknown)
-  --format text|json      json: one object per partitioner (docs/check.md), nothing else
-  --html FILE             also write a page: verdict, wrong devices, collective chain, costs
-)"
+files or a directory (its *.hlo): one line per module and partitioner, then a summary.)";
+
+constexpr char kFooter[] =
     R"(Exit codes: 0 holds, 1 fails (a counterexample, a crash, or a finding such as
 xla-rejects-valid-module), 2 bad input, 3 unknown (unsupported, a limit, oracle-only,
-oracle-disagrees, XLA unavailable or timed out; the message names it).
-)";
+oracle-disagrees, XLA unavailable or timed out; the message names it).)";
+
+// The flags as given.
+struct CheckFlags {
+  std::vector<std::string> paths;
+  int64_t partitions = 0, trials = 2;
+  uint64_t seed = 1;
+  std::optional<std::string> compare, dump, html;
+  std::string format = "text";
+  bool stats = false, no_shrink = false, no_widen = false, no_execute = false, passes = false,
+       lint = false, prove = false;
+  PartitionerFlags partitioner;
+};
+
+void AddCheckFlags(CLI::App& app, CheckFlags& flags) {
+  app.add_option("FILE|DIR", flags.paths, "modules, or directories of *.hlo files")->required();
+  app.add_option("--num-partitions", flags.partitions,
+                 "partition count (default: the module's num_partitions)")
+      ->type_name("N")
+      ->transform(DecimalInt64());
+  app.add_option("--trials", flags.trials, "random trials (default 2)")
+      ->type_name("K")
+      ->transform(DecimalInt64());
+  app.add_option("--seed", flags.seed, "seed of the inputs (default 1)")
+      ->type_name("S")
+      ->transform(DecimalUint64());
+  app.add_flag("--stats", flags.stats,
+               "the collective cost of each partitioning (and, for XLA, of ours)");
+  AddOptional(app, "--compare", flags.compare,
+              "also print the collective cost of another partitioned module")
+      ->type_name("PARTITIONED")
+      ->check(InputFile());
+  app.add_flag("--no-shrink", flags.no_shrink,
+               "do not shrink arrays over the oracle's budget (then: unknown)");
+  app.add_flag("--no-widen", flags.no_widen, "keep bf16/f16/f8 arithmetic in the oracle");
+  app.add_flag("--no-execute", flags.no_execute,
+               "XLA: do not run XLA's executables (a fail is then unconfirmed)");
+  AddOptional(app, "--dump", flags.dump, "write what each partitioner received and produced to DIR")
+      ->type_name("DIR");
+  app.add_flag("--passes", flags.passes,
+               "XLA: compile again with every pass dumped and run the oracle on each\n"
+               "dump after spmd-partitioning (which pass broke it; docs/check.md)");
+  app.add_flag("--lint", flags.lint,
+               "also run the collective lint on a correct partitioning: a proved\n"
+               "cheaper chain is reported (a cost, never a miscompile)");
+  app.add_flag("--prove", flags.prove,
+               "also prove every collective of the partitioned module consistent\n"
+               "with its operand's and result's shardings (Z3; refuted: unknown)");
+  app.add_option("--format", flags.format,
+                 "json: one object per partitioner (docs/check.md), nothing else")
+      ->type_name("text|json");
+  AddOptional(app, "--html", flags.html,
+              "also write a page: verdict, wrong devices, collective chain, costs")
+      ->type_name("FILE");
+  AddPartitionerFlags(app, flags.partitioner);
+}
 
 std::string CostLine(const HloModule& module, int64_t partitions) {
   partitioner::ModuleCost cost = partitioner::CostOfModule(module, partitions);
@@ -350,15 +391,12 @@ int CheckMany(const std::vector<std::string>& files,
 }  // namespace
 
 int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::ostream& err) {
-  std::set<std::string> value_flags = {"--num-partitions", "--trials", "--seed", "--compare",
-                                       "--dump",           "--format", "--html"};
-  value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
-  absl::StatusOr<Args> args = Args::Parse(argv, value_flags,
-                                          {"--stats", "--no-shrink", "--no-widen", "--no-execute",
-                                           "--passes", "--lint", "--prove", "--help"});
-  if (!args.ok()) return BadInput(err, "check", args.status().message());
+  Command command("check", kUsage, kDescription, kFooter);
+  CheckFlags flags;
+  AddCheckFlags(command.app(), flags);
+  if (std::optional<int> done = command.Parse(argv, real_out, err)) return *done;
   // --format json: the text report goes nowhere, one JSON document is printed at the end.
-  const std::string format = args->Get("--format").value_or("text");
+  const std::string& format = flags.format;
   if (format != "text" && format != "json") {
     return BadInput(err, "check", "--format must be text or json");
   }
@@ -366,59 +404,45 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
   std::ostream& out = format == "json" ? text_discarded : real_out;
   nlohmann::json json_results = nlohmann::json::array();
   std::optional<viz::CheckPage> page;
-  if (args->Has("--html")) page.emplace(args->positional().empty() ? "" : args->positional()[0]);
-  if (args->Has("--help")) {
-    real_out << kCheckHelp << kPartitionerFlagsHelp;
-    return kExitHolds;
-  }
-  if (args->positional().empty()) {
-    err << kCheckHelp << kPartitionerFlagsHelp;
-    return kExitBadInput;
-  }
-  absl::StatusOr<int64_t> partitions = args->GetInt("--num-partitions", 0);
-  absl::StatusOr<int64_t> trials = args->GetInt("--trials", 2);
-  absl::StatusOr<uint64_t> seed = args->GetUint64("--seed", 1);
-  for (const auto* value : {&partitions, &trials}) {
-    if (!value->ok()) return BadInput(err, "check", value->status().message());
-  }
-  if (!seed.ok()) return BadInput(err, "check", seed.status().message());
-  if (*partitions < 0 || *partitions > 65536 || *trials < 1) {
+  if (flags.html.has_value()) page.emplace(flags.paths[0]);
+  if (flags.partitions < 0 || flags.partitions > 65536 || flags.trials < 1) {
     return BadInput(err, "check", "--num-partitions must be in [1, 65536] and --trials >= 1");
   }
-  absl::StatusOr<PartitionerChoice> choice = PartitionerChoiceFromArgs(*args);
+  absl::StatusOr<PartitionerChoice> choice = ChoosePartitioner(flags.partitioner);
   if (!choice.ok()) return BadInput(err, "check", choice.status().message());
   absl::StatusOr<std::vector<std::unique_ptr<target::PartitionerUnderTest>>> partitioners =
       target::MakePartitioners(choice->specs, choice->options);
   if (!partitioners.ok()) return BadInput(err, "check", partitioners.status().message());
   check::CheckOptions options;
-  options.num_partitions = *partitions;
-  options.trials = *trials;
-  options.seed = static_cast<uint64_t>(*seed);
-  options.shrink = !args->Has("--no-shrink");
-  options.widen_narrow_floats = !args->Has("--no-widen");
-  options.execute = !args->Has("--no-execute");
-  options.lint = args->Has("--lint");
-  options.prove = args->Has("--prove");
-  const std::string& path = args->positional()[0];
-  if (args->positional().size() > 1 || std::filesystem::is_directory(path)) {
+  options.num_partitions = flags.partitions;
+  options.trials = flags.trials;
+  options.seed = flags.seed;
+  options.shrink = !flags.no_shrink;
+  options.widen_narrow_floats = !flags.no_widen;
+  options.execute = !flags.no_execute;
+  options.lint = flags.lint;
+  options.prove = flags.prove;
+  const std::string& path = flags.paths[0];
+  if (flags.paths.size() > 1 || std::filesystem::is_directory(path)) {
     if (format == "json" || page.has_value()) {
       return BadInput(err, "check", "--format json and --html take one FILE");
     }
-    absl::StatusOr<std::vector<std::string>> files = ExpandPaths(args->positional());
+    absl::StatusOr<std::vector<std::string>> files = ExpandPaths(flags.paths);
     if (!files.ok()) return BadInput(err, "check", files.status().message());
     return CheckMany(*files, *partitioners, options, out, err);
   }
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
   if (!module.ok()) return BadInput(err, "check", module.status().message());
   std::unique_ptr<HloModule> compared;
-  if (std::optional<std::string> other = args->Get("--compare")) {
-    absl::StatusOr<std::unique_ptr<HloModule>> loaded = LoadVerifiedModule(*other, err);
+  if (flags.compare.has_value()) {
+    absl::StatusOr<std::unique_ptr<HloModule>> loaded = LoadVerifiedModule(*flags.compare, err);
     if (!loaded.ok()) return BadInput(err, "check", loaded.status().message());
     compared = *std::move(loaded);
   }
-  const std::optional<std::string> dump_dir = args->Get("--dump");
+  const std::optional<std::string>& dump_dir = flags.dump;
   if (dump_dir.has_value()) std::filesystem::create_directories(*dump_dir);
-  const int64_t effective_partitions = *partitions > 0 ? *partitions : (*module)->num_partitions();
+  const int64_t effective_partitions =
+      flags.partitions > 0 ? flags.partitions : (*module)->num_partitions();
   int worst = kExitHolds;
   bool any_xla = false;
   check::VersionMatrix matrix(choice->other_xla_pythons, choice->options);
@@ -431,8 +455,8 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
     std::string reproduce =
         absl::StrCat("spmdcheck check ", path,
                      target::ReproducePartitionerFlags(partitioner->full_spec(), ShellWord),
-                     " --seed ", *seed, " --trials ", *trials, choice->reproduce_flags);
-    if (*partitions > 0) absl::StrAppend(&reproduce, " --num-partitions ", *partitions);
+                     " --seed ", flags.seed, " --trials ", flags.trials, choice->reproduce_flags);
+    if (flags.partitions > 0) absl::StrAppend(&reproduce, " --num-partitions ", flags.partitions);
     if (!options.shrink) absl::StrAppend(&reproduce, " --no-shrink");
     if (!options.widen_narrow_floats) absl::StrAppend(&reproduce, " --no-widen");
     if (!options.execute) absl::StrAppend(&reproduce, " --no-execute");
@@ -464,7 +488,7 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
       json_results.push_back(std::move(result));
     }
     if (page.has_value()) page->Add(*outcome, reproduce, effective_partitions);
-    if (args->Has("--passes")) {
+    if (flags.passes) {
       if (partitioner->pass_dumping() != nullptr) {
         absl::StatusOr<check::PassBisection> bisection =
             check::BisectPasses(**module, *partitioner, options);
@@ -491,7 +515,7 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
                     : (outcome->partitioned ? PrintModule(*outcome->partitioned) : ""),
                 out);
     }
-    if (args->Has("--stats") && outcome->partitioned != nullptr) {
+    if (flags.stats && outcome->partitioned != nullptr) {
       if (can.handler_stats) {
         out << "ours (reference partitioner):\n";
         PrintPartitionStats(
@@ -503,7 +527,7 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
       }
     }
   }
-  if (args->Has("--stats") && any_xla) {
+  if (flags.stats && any_xla) {
     // XLA's cost next to ours on the same module.
     absl::StatusOr<target::PartitionOutput> ours =
         target::MakeOurPartitioner()->Partition(**module, effective_partitions);
@@ -515,7 +539,7 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
     }
   }
   if (compared != nullptr) {
-    out << "compared (" << *args->Get("--compare")
+    out << "compared (" << *flags.compare
         << "): " << CostLine(*compared, compared->num_partitions()) << "\n";
   }
   if (format == "json") {
@@ -523,7 +547,7 @@ int RunCheck(const std::vector<std::string>& argv, std::ostream& real_out, std::
              << "\n";
   }
   if (page.has_value()) {
-    if (absl::Status written = page->Write(*args->Get("--html")); !written.ok()) {
+    if (absl::Status written = page->Write(*flags.html); !written.ok()) {
       return BadInput(err, "check", written.message());
     }
   }

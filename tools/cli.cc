@@ -3,9 +3,13 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <memory>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -13,75 +17,143 @@
 
 namespace spmdcheck::cli {
 
-absl::StatusOr<Args> Args::Parse(const std::vector<std::string>& argv,
-                                 const std::set<std::string>& value_flags,
-                                 const std::set<std::string>& bool_flags) {
-  Args args;
-  for (size_t i = 0; i < argv.size(); ++i) {
-    const std::string& arg = argv[i];
-    if (arg == "-o" && value_flags.count("-o")) {
-      if (i + 1 >= argv.size()) return absl::InvalidArgumentError("-o needs a value");
-      args.values_["-o"] = argv[++i];
-      continue;
-    }
-    if (!absl::StartsWith(arg, "--") || arg == "--") {
-      args.positional_.push_back(arg);
-      continue;
-    }
-    std::string name = arg;
-    std::optional<std::string> value;
-    const size_t eq = arg.find('=');
-    if (eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = arg.substr(eq + 1);
-    }
-    if (bool_flags.count(name)) {
-      if (value.has_value())
-        return absl::InvalidArgumentError(absl::StrCat(name, " takes no value"));
-      args.values_[name] = "true";
-    } else if (value_flags.count(name)) {
-      if (!value.has_value()) {
-        if (i + 1 >= argv.size())
-          return absl::InvalidArgumentError(absl::StrCat(name, " needs a value"));
-        value = argv[++i];
+namespace {
+
+// The help of a subcommand: its usage first, then the description, the positional arguments, the
+// flags by group (metavariables as the usage names them) and the footer.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  explicit HelpFormatter(std::string usage) : usage_(std::move(usage)) {
+    column_width(26);
+    label("Positionals", "arguments");
+  }
+
+  std::string make_help(const CLI::App* app, std::string /*name*/,
+                        CLI::AppFormatMode /*mode*/) const override {
+    std::string help = usage_;
+    const std::string description = make_description(app);
+    if (!description.empty()) absl::StrAppend(&help, "\n", description);
+    absl::StrAppend(&help, make_positionals(app));
+    // Each group of flags after one blank line (CLI11's make_groups leaves two between groups).
+    for (const std::string& group : app->get_groups()) {
+      std::vector<const CLI::Option*> options = app->get_options([&group](const CLI::Option* opt) {
+        return opt->get_group() == group && opt->nonpositional();
+      });
+      if (!group.empty() && !options.empty()) {
+        absl::StrAppend(&help, make_group(group, false, std::move(options)));
       }
-      args.values_[name] = *value;
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag ", name));
+    }
+    const std::string footer = make_footer(app);
+    if (!footer.empty()) absl::StrAppend(&help, "\n", footer);
+    return help;
+  }
+
+  std::string make_usage(const CLI::App* /*app*/, std::string /*name*/) const override {
+    return usage_;
+  }
+
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    if (opt->get_positional() || opt->get_type_size() == 0) return "";
+    return absl::StrCat(" ", opt->get_type_name(), opt->get_required() ? " (required)" : "");
+  }
+
+ private:
+  std::string usage_;
+};
+
+// What CLI11 left over: an unknown flag, or an argument no positional takes.
+std::string ExtrasMessage(const std::vector<std::string>& extras) {
+  for (const std::string& extra : extras) {
+    if (absl::StartsWith(extra, "-") && extra.size() > 1 &&
+        !absl::ascii_isdigit(static_cast<unsigned char>(extra[1]))) {
+      return absl::StrCat("unknown flag ", extra.substr(0, extra.find('=')));
     }
   }
-  return args;
+  if (extras.empty()) return "unexpected arguments";
+  return absl::StrCat("unexpected argument '", extras.front(), "'");
 }
 
-bool Args::Has(absl::string_view flag) const { return values_.find(flag) != values_.end(); }
+}  // namespace
 
-std::optional<std::string> Args::Get(absl::string_view flag) const {
-  auto it = values_.find(flag);
-  if (it == values_.end()) return std::nullopt;
-  return it->second;
+Command::Command(std::string name, std::string usage, std::string description, std::string footer)
+    : name_(std::move(name)),
+      usage_(std::move(usage)),
+      app_(std::move(description), absl::StrCat("spmdcheck ", name_)) {
+  app_.formatter(std::make_shared<HelpFormatter>(usage_));
+  app_.footer(std::move(footer));
+  // As the hand-written parser did: a flag given twice keeps its last value.
+  app_.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app_.option_defaults()->group("flags");
+  // --help at once, before the other flags' values are converted or checked (CLI11's own help
+  // flag is looked at only after them).
+  app_.set_help_flag();
+  app_.add_flag_callback(
+          "-h,--help", [] { throw CLI::CallForHelp(); }, "print this help and exit")
+      ->trigger_on_parse();
 }
 
-absl::StatusOr<int64_t> Args::GetInt(absl::string_view flag, int64_t fallback) const {
-  std::optional<std::string> value = Get(flag);
-  if (!value.has_value()) return fallback;
-  int64_t n = 0;
-  if (!absl::SimpleAtoi(*value, &n)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " expects an integer, not '", *value, "'"));
+std::optional<int> Command::Parse(const std::vector<std::string>& argv, std::ostream& out,
+                                  std::ostream& err) {
+  // CLI11 takes the arguments last first.
+  std::vector<std::string> reversed(argv.rbegin(), argv.rend());
+  try {
+    app_.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    out << Help();
+    return kExitHolds;
+  } catch (const CLI::ExtrasError&) {
+    return UsageError(err, ExtrasMessage(app_.remaining()));
+  } catch (const CLI::ParseError& error) {
+    return UsageError(err, error.what());
   }
-  return n;
+  return std::nullopt;
 }
 
-absl::StatusOr<uint64_t> Args::GetUint64(absl::string_view flag, uint64_t fallback) const {
-  std::optional<std::string> value = Get(flag);
-  if (!value.has_value()) return fallback;
-  uint64_t n = 0;
-  if (value->empty() || (*value)[0] == '-' || !absl::SimpleAtoi(*value, &n)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " expects an integer in [0, 2^64), not '", *value, "'"));
-  }
-  return n;
+int Command::UsageError(std::ostream& err, absl::string_view message) const {
+  BadInput(err, name_, message);
+  err << usage_;
+  return kExitBadInput;
 }
+
+CLI::Validator DecimalInt64() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        int64_t value = 0;
+        if (!absl::SimpleAtoi(text, &value)) {
+          return absl::StrCat("expects an integer, not '", text, "'");
+        }
+        text = absl::StrCat(value);
+        return "";
+      },
+      "");
+}
+
+CLI::Validator DecimalUint64() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        uint64_t value = 0;
+        if (absl::StrContains(text, '-') || !absl::SimpleAtoi(text, &value)) {
+          return absl::StrCat("expects an integer in [0, 2^64), not '", text, "'");
+        }
+        text = absl::StrCat(value);
+        return "";
+      },
+      "");
+}
+
+CLI::Validator Number() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        double value = 0;
+        if (!absl::SimpleAtod(text, &value)) {
+          return absl::StrCat("expects a number, not '", text, "'");
+        }
+        return "";
+      },
+      "");
+}
+
+CLI::Validator InputFile() { return CLI::Validator(CLI::ExistingFile).description(""); }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
   struct stat info;

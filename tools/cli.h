@@ -1,15 +1,14 @@
-// Shared pieces of the `spmdcheck` subcommands: exit codes, argument parsing, file reading.
+// Shared pieces of the `spmdcheck` subcommands: exit codes, command lines (CLI11), file reading.
 #ifndef SPMDCHECK_TOOLS_CLI_H_
 #define SPMDCHECK_TOOLS_CLI_H_
 
 #include <cstdint>
 #include <iostream>
-#include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 
@@ -21,27 +20,60 @@ inline constexpr int kExitFails = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitUnknown = 3;
 
-// Parsed command line of one subcommand: `--flag value`, `--flag=value`, boolean `--flag`, and
-// positional arguments. Unknown flags are errors.
-class Args {
+// The command line of one subcommand, declared with CLI11: typed options, flags and positional
+// arguments are added to app() before Parse() fills them. `--flag value` and `--flag=value` both
+// work; an option given twice keeps its last value. Never exits the process: errors and --help
+// come back as exit codes.
+class Command {
  public:
-  // `value_flags` take a value; `bool_flags` do not.
-  static absl::StatusOr<Args> Parse(const std::vector<std::string>& argv,
-                                    const std::set<std::string>& value_flags,
-                                    const std::set<std::string>& bool_flags);
+  // `name` as in messages ("fmt", "prove rule"); `usage` the synopsis (`usage: spmdcheck fmt
+  // FILE ...`, one or more lines); `description` the prose under it; `footer` what follows the
+  // flags in --help (the exit codes).
+  Command(std::string name, std::string usage, std::string description, std::string footer);
+  Command(const Command&) = delete;
+  Command& operator=(const Command&) = delete;
 
-  const std::vector<std::string>& positional() const { return positional_; }
-  bool Has(absl::string_view flag) const;
-  std::optional<std::string> Get(absl::string_view flag) const;
-  // The flag as an integer; error when malformed; `fallback` when absent.
-  absl::StatusOr<int64_t> GetInt(absl::string_view flag, int64_t fallback) const;
-  // An unsigned 64-bit flag (seeds: the campaign's case seeds use all 64 bits).
-  absl::StatusOr<uint64_t> GetUint64(absl::string_view flag, uint64_t fallback) const;
+  CLI::App& app() { return app_; }
+  const std::string& name() const { return name_; }
+  // The generated help: usage, description, arguments, flags by group, footer.
+  std::string Help() const { return app_.help(); }
+
+  // Parses `argv` (what follows the subcommand's name). Returns nullopt when the command is to
+  // run; otherwise the exit code to return at once: kExitHolds after printing the help to `out`
+  // (-h, --help), kExitBadInput after printing the error (an unknown flag, a malformed number, a
+  // missing or extra argument) and the usage to `err`.
+  std::optional<int> Parse(const std::vector<std::string>& argv, std::ostream& out,
+                           std::ostream& err);
+
+  // `spmdcheck NAME: error: MESSAGE`, then the usage, on `err`; returns kExitBadInput.
+  int UsageError(std::ostream& err, absl::string_view message) const;
 
  private:
-  std::vector<std::string> positional_;
-  std::map<std::string, std::string, std::less<>> values_;
+  std::string name_;
+  std::string usage_;
+  CLI::App app_;
 };
+
+// Transforms for integer options (`->transform(DecimalInt64())`): the text must be a decimal
+// integer in the type's range, and CLI11 converts its canonical form (CLI11 alone reads 010 as
+// octal and 0x10 as hex, and saturates on overflow). The messages read `--seed: expects an
+// integer ...`.
+CLI::Validator DecimalInt64();
+CLI::Validator DecimalUint64();
+// A check for floating-point options (`->check(Number())`): `--hours: expects a number, not 'x'`.
+CLI::Validator Number();
+
+// CLI::ExistingFile without the `:FILE` it would add to the option's name in the help.
+CLI::Validator InputFile();
+
+// An option whose absence matters: `value` is set only when the flag is given (CLI11 2.1 has no
+// std::optional support of its own).
+template <typename T>
+CLI::Option* AddOptional(CLI::App& app, const std::string& name, std::optional<T>& value,
+                         const std::string& description) {
+  return app.add_option_function<T>(
+      name, [&value](const T& given) { value = given; }, description);
+}
 
 // Reads a whole file; clear errors for missing files, directories and files over 1 GiB.
 absl::StatusOr<std::string> ReadFile(const std::string& path);

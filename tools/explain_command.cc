@@ -17,11 +17,13 @@
 namespace spmdcheck::cli {
 namespace {
 
-constexpr char kExplainHelp[] =
+constexpr char kUsage[] =
     R"(usage: spmdcheck explain PARTITIONED [--global PRE.hlo] [--mesh NAME=SIZE,...]
                          [--num-partitions N] [--format text|json|html] [--timeout-ms MS]
+)";
 
-Says which parallelism a partitioned module uses, mesh axis by mesh axis: the device mesh is
+constexpr char kDescription[] =
+    R"(Says which parallelism a partitioned module uses, mesh axis by mesh axis: the device mesh is
 recovered from the tile assignments and collective groups (named when --mesh gives the axes or
 the module states a mesh), each axis gets its roles (data, tensor/model, FSDP/ZeRO,
 sequence/context, expert, pipeline) with the instructions that show them, its collectives and the
@@ -33,16 +35,11 @@ over an axis. A global (pre-partitioning) module is explained from its shardings
 An MPMD (pipeline) program in IFRT IR (Shardy's MPMD partitioner after lower_to_ifrt) is
 explained mesh by mesh: stages, each mesh's order of fragment calls with microbatches,
 transfers between meshes and their bytes, what each mesh axis splits; its wiring is checked
-(values, placement, transfers, fragments) and the last line answers inter-op and intra-op.
-  --global PRE.hlo     the pre-partitioning program (XLA's before_spmd-partitioning dump): its
-                       dots and shardings say what the axes are for
-  --mesh SPEC          axis names and sizes in device-id order, e.g. data=2,pipeline=4,model=8
-  --num-partitions N   when the module header does not say
-  --format F           text (default), json (schema in docs/explain.md), html (one page)
-  --timeout-ms MS      per Z3 query (default 10000)
-Exit codes: 0 explained (pipeline checks proved or none), 1 a pipeline check refuted, 2 bad input,
-3 a pipeline check unknown.
-)";
+(values, placement, transfers, fragments) and the last line answers inter-op and intra-op.)";
+
+constexpr char kFooter[] =
+    R"(Exit codes: 0 explained (pipeline checks proved or none), 1 a pipeline check refuted, 2 bad input,
+3 a pipeline check unknown.)";
 
 // An MPMD program in IFRT IR (explain/mpmd_explanation.h).
 int ExplainIfrt(const std::string& path, const std::string& text, const std::string& format,
@@ -59,43 +56,53 @@ int ExplainIfrt(const std::string& path, const std::string& text, const std::str
 }  // namespace
 
 int RunExplain(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(
-      argv, {"--global", "--mesh", "--num-partitions", "--format", "--timeout-ms"}, {"--help"});
-  if (!args.ok()) return BadInput(err, "explain", args.status().message());
-  if (args->Has("--help")) {
-    out << kExplainHelp;
-    return kExitHolds;
-  }
-  if (args->positional().size() != 1) {
-    err << kExplainHelp;
-    return BadInput(err, "explain", "expected exactly one PARTITIONED module");
-  }
-  const std::string format = args->Get("--format").value_or("text");
+  Command command("explain", kUsage, kDescription, kFooter);
+  CLI::App& app = command.app();
+  std::string path;
+  app.add_option("PARTITIONED", path, "the partitioned module (HLO), or an IFRT IR program")
+      ->required();
+  std::optional<std::string> global_path, mesh_spec;
+  int64_t n = 0;
+  std::string format = "text";
+  explain::ExplainOptions options;
+  AddOptional(app, "--global", global_path,
+              "the pre-partitioning program (XLA's before_spmd-partitioning dump): its\n"
+              "dots and shardings say what the axes are for")
+      ->type_name("PRE.hlo")
+      ->check(InputFile());
+  AddOptional(app, "--mesh", mesh_spec,
+              "axis names and sizes in device-id order, e.g. data=2,pipeline=4,model=8")
+      ->type_name("SPEC");
+  app.add_option("--num-partitions", n, "when the module header does not say")
+      ->type_name("N")
+      ->transform(DecimalInt64());
+  app.add_option("--format", format,
+                 "text (default), json (schema in docs/explain.md), html (one page)")
+      ->type_name("F");
+  app.add_option("--timeout-ms", options.timeout_ms,
+                 absl::StrCat("per Z3 query (default ", options.timeout_ms, ")"))
+      ->type_name("MS")
+      ->transform(DecimalInt64());
+  if (std::optional<int> done = command.Parse(argv, out, err)) return *done;
   if (format != "text" && format != "json" && format != "html") {
     return BadInput(err, "explain",
                     absl::StrCat("--format must be text, json or html, not '", format, "'"));
   }
-  explain::ExplainOptions options;
-  absl::StatusOr<int64_t> timeout = args->GetInt("--timeout-ms", options.timeout_ms);
-  if (!timeout.ok() || *timeout <= 0) {
+  if (options.timeout_ms <= 0) {
     return BadInput(err, "explain", "--timeout-ms must be a positive integer");
   }
-  options.timeout_ms = *timeout;
-  if (std::optional<std::string> spec = args->Get("--mesh")) {
-    absl::StatusOr<explain::NamedMesh> mesh = explain::ParseMeshFlag(*spec);
+  if (mesh_spec.has_value()) {
+    absl::StatusOr<explain::NamedMesh> mesh = explain::ParseMeshFlag(*mesh_spec);
     if (!mesh.ok()) return BadInput(err, "explain", mesh.status().message());
     options.mesh = *std::move(mesh);
   }
-  absl::StatusOr<int64_t> n = args->GetInt("--num-partitions", 0);
-  if (!n.ok()) return BadInput(err, "explain", n.status().message());
-  if (*n < 0 || *n > 65536) {
+  if (n < 0 || n > 65536) {
     return BadInput(err, "explain", "--num-partitions must be in [1, 65536]");
   }
-  const std::string path = args->positional()[0];
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return BadInput(err, "explain", text.status().message());
   if (explain::LooksLikeIfrtProgram(*text)) {
-    if (format == "html" || args->Has("--global") || args->Has("--mesh")) {
+    if (format == "html" || global_path.has_value() || mesh_spec.has_value()) {
       return BadInput(err, "explain",
                       absl::StrCat(path,
                                    ": an IFRT (MPMD) program is explained as text or json; "
@@ -105,8 +112,8 @@ int RunExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
   }
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
   if (!module.ok()) return BadInput(err, "explain", module.status().message());
-  if (*n > 0) {
-    (*module)->set_num_partitions(*n);
+  if (n > 0) {
+    (*module)->set_num_partitions(n);
   } else if (!(*module)->has_num_partitions()) {
     return BadInput(
         err, "explain",
@@ -118,7 +125,7 @@ int RunExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
   explain::ModuleSource input{module->get(), *std::move(text)};
   std::unique_ptr<HloModule> global;
   std::optional<explain::ModuleSource> global_source;
-  if (std::optional<std::string> global_path = args->Get("--global")) {
+  if (global_path.has_value()) {
     absl::StatusOr<std::string> global_text = ReadFile(*global_path);
     if (!global_text.ok()) return BadInput(err, "explain", global_text.status().message());
     absl::StatusOr<std::unique_ptr<HloModule>> loaded = LoadVerifiedModule(*global_path, err);

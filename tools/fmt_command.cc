@@ -1,5 +1,8 @@
 // `spmdcheck fmt FILE [--fragment] [--no-metadata] [-o OUT]`: prints canonical HLO text.
 #include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
@@ -9,41 +12,38 @@
 namespace spmdcheck::cli {
 namespace {
 
-constexpr char kFmtHelp[] = R"(usage: spmdcheck fmt FILE [--fragment] [--no-metadata] [-o OUT]
+constexpr char kUsage[] = "usage: spmdcheck fmt FILE [--fragment] [--no-metadata] [-o OUT]\n";
 
-Prints the module as canonical HLO text: shardings in XLA's iota form whenever the device array
-is an iota, attributes in a fixed order, unknown attributes kept verbatim.
-  --fragment     the file holds pasted statements (see `spmdcheck parse --fragment`)
-  --no-metadata  leave out metadata= attributes
-  -o OUT         write to OUT instead of standard output
-)";
+constexpr char kDescription[] =
+    R"(Prints the module as canonical HLO text: shardings in XLA's iota form whenever the device array
+is an iota, attributes in a fixed order, unknown attributes kept verbatim.)";
 
 }  // namespace
 
 int RunFmt(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(argv, {"-o"}, {"--fragment", "--no-metadata", "--help"});
-  if (!args.ok()) return BadInput(err, "fmt", args.status().message());
-  if (args->Has("--help")) {
-    out << kFmtHelp;
-    return kExitHolds;
-  }
-  if (args->positional().size() != 1) {
-    err << kFmtHelp;
-    return kExitBadInput;
-  }
-  const std::string& path = args->positional()[0];
+  Command command("fmt", kUsage, kDescription, "Exit codes: 0 printed, 2 bad input.");
+  CLI::App& app = command.app();
+  std::string path;
+  app.add_option("FILE", path, "the module (HLO text, or StableHLO/MLIR)")->required();
+  bool fragment = false, no_metadata = false;
+  std::optional<std::string> output;
+  app.add_flag("--fragment", fragment,
+               "the file holds pasted statements (see `spmdcheck parse --fragment`)");
+  app.add_flag("--no-metadata", no_metadata, "leave out metadata= attributes");
+  AddOptional(app, "-o", output, "write to OUT instead of standard output")->type_name("OUT");
+  if (std::optional<int> done = command.Parse(argv, out, err)) return *done;
   absl::StatusOr<std::string> text = ReadModuleText(path);
   if (!text.ok()) return BadInput(err, "fmt", text.status().message());
   ParseOptions options;
   options.path = path;
-  options.fragment = args->Has("--fragment");
+  options.fragment = fragment;
   absl::StatusOr<ParsedModule> parsed = ParseHloModule(*text, options);
   if (!parsed.ok()) return BadInput(err, "fmt", parsed.status().message());
   for (const std::string& warning : parsed->warnings) err << warning << "\n";
   PrintOptions print_options;
-  print_options.print_metadata = !args->Has("--no-metadata");
+  print_options.print_metadata = !no_metadata;
   const std::string printed = PrintModule(*parsed->module, print_options);
-  if (std::optional<std::string> output = args->Get("-o")) {
+  if (output.has_value()) {
     std::ofstream file(*output);
     if (!file) return BadInput(err, "fmt", *output + ": error: cannot write");
     file << printed;

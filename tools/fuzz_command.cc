@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,66 +33,112 @@
 namespace spmdcheck::cli {
 namespace {
 
-constexpr char kFuzzHelp[] =
+constexpr char kUsage[] =
     R"(usage: spmdcheck fuzz [--partitioner SPEC[,SPEC...]] [--seconds T] [--cases K] [--seed S]
                       [--max-devices N] [--inject-bug NAME] [--out DIR] [--jobs J] [--list-bugs]
                       [--known FILE] [--reduce-seconds T] [--no-bisect] [--no-lint]
                       [--summary FILE] [--pattern-weights NAME=W,...] [--one-mesh-percent P]
                       [--first-case K] [--shard I/N] [--save-modules DIR]
+)";
 
-Generates sharded programs (seeded; case i of seed S is always the same program), partitions
+constexpr char kDescription[] =
+    R"(Generates sharded programs (seeded; case i of seed S is always the same program), partitions
 each with every partitioner under test (default: reference; xla and shardy run XLA's, one XLA
 worker per job) and checks it as `spmdcheck check` does. Each new failure signature is reduced
 while it keeps its signature and handed over as a folder DIR/<signature>/ (module.hlo with a
 header saying how to reproduce it, the partitioned module, the inputs, repro.py that needs
 only jax, finding.json); signatures of known findings are counted, not written again. For XLA
 only miscompiles confirmed by XLA's own execution, crashes and rejections are bug claims; what
-only our oracle sees is listed "to investigate". DIR/summary.json has the whole summary.
-  --seconds T        stop after T seconds (default 60)
-  --cases K          stop after K cases (default: no limit)
-  --seed S           campaign seed (default 1), printed in the summary and every repro
-  --max-devices N    largest mesh (default 8)
-  --inject-bug NAME  switch on an injected partitioner bug (see --list-bugs; the shorthand
-                     of --partitioner reference+bug=NAME)
-  --out DIR          where findings go (default fuzz-out)
-  --jobs J           worker threads (default 1)
-  --known FILE       known findings to triage against (default, for xla/shardy:
-                     corpus/xla-findings/known.json of the checkout; `--known none`: none)
-  --reduce-seconds T time budget per new finding's reduction (default 10; 90 with xla/shardy;
-                     0: write findings unreduced)
-  --no-bisect        do not look for the XLA pass that broke a miscompile made after
-                     spmd-partitioning
-  --no-lint          do not run the collective lint on correct partitionings of XLA's and
-                     commands (a proved cheaper chain is a finding <partitioner>.wasteful.<rule>)
-  --summary FILE     where the JSON summary goes (default DIR/summary.json)
-  --pattern-weights NAME=W,...
-                     weights of the generator's bug patterns (docs/fuzz.md lists them; `all=W`
-                     sets every one, 0 switches a pattern off); the summary counts the cases
-                     that contain each pattern ("patterns hit")
-  --one-mesh-percent P
-                     share of one-mesh programs, whose shardings all come from the program's
-                     mesh (no random tile dims or device orders, no manual regions): only those
-                     import into Shardy (default: 50 with shardy under test, else 0)
-  --sdy-percent P    share of cases that are sdy-level programs (StableHLO with the sdy
-                     dialect, as jax lowers for Shardy: open dims, priorities, sub-axes,
-                     constraints, reshards, sharding groups, unreduced axes, manual
-                     computations with collectives), compiled by Shardy as jax.jit compiles
-                     them (default: 50 with shardy under test, else 0; only shardy runs them)
-  --print-sdy-program SEED
-                     print the sdy-level program of that seed (a case's seed is in its
-                     finding) and exit
-  --first-case K     start at case index K (default 0)
-  --shard I/N        run only case indices K + I, K + I + N, ... (split one seed's cases over
-                     N processes or machines)
-  --save-modules DIR write each generated HLO-level case's module there as case-<index>.hlo
-                     (bench/xla_vs_jax_bench.sh runs the same modules through a bare jax loop)
-  --list-bugs        list the injectable bugs and exit
-Ctrl-C (SIGINT) or SIGTERM stops the campaign at once and prints the summary so far; a second
+only our oracle sees is listed "to investigate". DIR/summary.json has the whole summary.)";
+
+constexpr char kFooter[] =
+    R"(Ctrl-C (SIGINT) or SIGTERM stops the campaign at once and prints the summary so far; a second
 one kills it.
 Exit codes: 0 no new finding but wasteful ones (known findings are listed), 1 new bug claims
 found (written), 2 bad input or a finding that could not be written, 3 no new bug claim but new
-differences to investigate, or stopped by a signal before its limit, or XLA unavailable.
-)";
+differences to investigate, or stopped by a signal before its limit, or XLA unavailable.)";
+
+// The flags as given.
+struct FuzzFlags {
+  std::optional<int64_t> seconds, cases, reduce_seconds, sdy_percent, one_mesh_percent;
+  std::optional<uint64_t> print_sdy_program;
+  uint64_t seed = 1;
+  int64_t max_devices = 8, jobs = 1, first_case = 0;
+  std::string out_dir = "fuzz-out", pattern_weights, summary, save_modules;
+  std::optional<std::string> known, shard;
+  bool list_bugs = false, no_bisect = false, no_lint = false;
+  PartitionerFlags partitioner;
+};
+
+CLI::Option* AddInt(CLI::App& app, const std::string& name, std::optional<int64_t>& value,
+                    const std::string& type, const std::string& description) {
+  return AddOptional(app, name, value, description)->type_name(type)->transform(DecimalInt64());
+}
+
+void AddFuzzFlags(CLI::App& app, FuzzFlags& flags) {
+  AddInt(app, "--seconds", flags.seconds, "T", "stop after T seconds (default 60)");
+  AddInt(app, "--cases", flags.cases, "K", "stop after K cases (default: no limit)");
+  app.add_option("--seed", flags.seed,
+                 "campaign seed (default 1), printed in the summary and every repro")
+      ->type_name("S")
+      ->transform(DecimalUint64());
+  app.add_option("--max-devices", flags.max_devices, "largest mesh (default 8)")
+      ->type_name("N")
+      ->transform(DecimalInt64());
+  app.add_option("--out", flags.out_dir, "where findings go (default fuzz-out)")->type_name("DIR");
+  app.add_option("--jobs", flags.jobs, "worker threads (default 1)")
+      ->type_name("J")
+      ->transform(DecimalInt64());
+  AddOptional(app, "--known", flags.known,
+              "known findings to triage against (default, for xla/shardy:\n"
+              "corpus/xla-findings/known.json of the checkout; `--known none`: none)")
+      ->type_name("FILE");
+  AddInt(app, "--reduce-seconds", flags.reduce_seconds, "T",
+         "time budget per new finding's reduction (default 10; 90 with xla/shardy;\n"
+         "0: write findings unreduced)");
+  app.add_flag("--no-bisect", flags.no_bisect,
+               "do not look for the XLA pass that broke a miscompile made after\n"
+               "spmd-partitioning");
+  app.add_flag("--no-lint", flags.no_lint,
+               "do not run the collective lint on correct partitionings of XLA's and\n"
+               "commands (a proved cheaper chain is a finding <partitioner>.wasteful.<rule>)");
+  app.add_option("--summary", flags.summary,
+                 "where the JSON summary goes (default DIR/summary.json)")
+      ->type_name("FILE");
+  app.add_option("--pattern-weights", flags.pattern_weights,
+                 "weights of the generator's bug patterns (docs/fuzz.md lists them; `all=W`\n"
+                 "sets every one, 0 switches a pattern off); the summary counts the cases\n"
+                 "that contain each pattern (\"patterns hit\")")
+      ->type_name("NAME=W,...");
+  AddInt(app, "--one-mesh-percent", flags.one_mesh_percent, "P",
+         "share of one-mesh programs, whose shardings all come from the program's\n"
+         "mesh (no random tile dims or device orders, no manual regions): only those\n"
+         "import into Shardy (default: 50 with shardy under test, else 0)");
+  AddInt(app, "--sdy-percent", flags.sdy_percent, "P",
+         "share of cases that are sdy-level programs (StableHLO with the sdy\n"
+         "dialect, as jax lowers for Shardy: open dims, priorities, sub-axes,\n"
+         "constraints, reshards, sharding groups, unreduced axes, manual\n"
+         "computations with collectives), compiled by Shardy as jax.jit compiles\n"
+         "them (default: 50 with shardy under test, else 0; only shardy runs them)");
+  AddOptional(app, "--print-sdy-program", flags.print_sdy_program,
+              "print the sdy-level program of that seed (a case's seed is in its\n"
+              "finding) and exit")
+      ->type_name("SEED")
+      ->transform(DecimalUint64());
+  app.add_option("--first-case", flags.first_case, "start at case index K (default 0)")
+      ->type_name("K")
+      ->transform(DecimalInt64());
+  AddOptional(app, "--shard", flags.shard,
+              "run only case indices K + I, K + I + N, ... (split one seed's cases over\n"
+              "N processes or machines)")
+      ->type_name("I/N");
+  app.add_option("--save-modules", flags.save_modules,
+                 "write each generated HLO-level case's module there as case-<index>.hlo\n"
+                 "(bench/xla_vs_jax_bench.sh runs the same modules through a bare jax loop)")
+      ->type_name("DIR");
+  app.add_flag("--list-bugs", flags.list_bugs, "list the injectable bugs and exit");
+  AddPartitionerFlags(app, flags.partitioner);
+}
 
 // Set by SIGINT/SIGTERM while a campaign runs (lock-free, so async-signal-safe).
 std::atomic<bool> interrupted{false};
@@ -127,115 +174,77 @@ class StopSignals {
 }  // namespace
 
 int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  std::set<std::string> value_flags = {"--seconds",
-                                       "--cases",
-                                       "--seed",
-                                       "--max-devices",
-                                       "--out",
-                                       "--jobs",
-                                       "--known",
-                                       "--reduce-seconds",
-                                       "--summary",
-                                       "--first-case",
-                                       "--shard",
-                                       "--pattern-weights",
-                                       "--one-mesh-percent",
-                                       "--sdy-percent",
-                                       "--print-sdy-program",
-                                       "--save-modules"};
-  value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
-  absl::StatusOr<Args> args =
-      Args::Parse(argv, value_flags, {"--list-bugs", "--help", "--no-bisect", "--no-lint"});
-  if (!args.ok()) return BadInput(err, "fuzz", args.status().message());
-  if (args->Has("--help")) {
-    out << kFuzzHelp << kPartitionerFlagsHelp;
-    return kExitHolds;
-  }
-  if (args->Has("--list-bugs")) {
+  Command command("fuzz", kUsage, kDescription, kFooter);
+  FuzzFlags flags;
+  AddFuzzFlags(command.app(), flags);
+  if (std::optional<int> done = command.Parse(argv, out, err)) return *done;
+  if (flags.list_bugs) {
     for (const partitioner::InjectedBug& bug : partitioner::InjectedBugs()) {
       out << bug.name << ": " << bug.description << "\n";
     }
     return kExitHolds;
   }
-  if (!args->positional().empty()) {
-    err << kFuzzHelp;
-    return kExitBadInput;
-  }
-  if (args->Has("--print-sdy-program")) {
-    absl::StatusOr<uint64_t> program_seed = args->GetUint64("--print-sdy-program", 1);
-    if (!program_seed.ok()) return BadInput(err, "fuzz", program_seed.status().message());
-    absl::StatusOr<int64_t> most = args->GetInt("--max-devices", 8);
-    if (!most.ok() || *most < 2) return BadInput(err, "fuzz", "--max-devices must be >= 2");
+  if (flags.print_sdy_program.has_value()) {
+    if (flags.max_devices < 2) return BadInput(err, "fuzz", "--max-devices must be >= 2");
     fuzz::SdyProgramOptions sdy;
-    sdy.max_devices = *most;
-    const fuzz::SdyProgram program = fuzz::GenerateSdyProgram(*program_seed, sdy);
-    out << "// sdy program, seed " << *program_seed << ", " << program.num_devices
+    sdy.max_devices = flags.max_devices;
+    const fuzz::SdyProgram program = fuzz::GenerateSdyProgram(*flags.print_sdy_program, sdy);
+    out << "// sdy program, seed " << *flags.print_sdy_program << ", " << program.num_devices
         << " devices; constructs: " << absl::StrJoin(program.constructs, ", ") << "\n"
         << program.text;
     return kExitHolds;
   }
-  absl::StatusOr<int64_t> seconds = args->GetInt("--seconds", args->Has("--cases") ? 0 : 60);
-  absl::StatusOr<int64_t> cases = args->GetInt("--cases", 0);
-  absl::StatusOr<uint64_t> seed = args->GetUint64("--seed", 1);
-  absl::StatusOr<int64_t> devices = args->GetInt("--max-devices", 8);
-  absl::StatusOr<int64_t> jobs = args->GetInt("--jobs", 1);
-  for (const auto* value : {&seconds, &cases, &devices, &jobs}) {
-    if (!value->ok()) return BadInput(err, "fuzz", value->status().message());
-  }
-  if (!seed.ok()) return BadInput(err, "fuzz", seed.status().message());
-  if (*seconds < 0 || *cases < 0 || *devices < 1 || *devices > 512 || *jobs < 1 || *jobs > 256) {
+  const int64_t seconds = flags.seconds.value_or(flags.cases.has_value() ? 0 : 60);
+  const int64_t cases = flags.cases.value_or(0);
+  const int64_t devices = flags.max_devices, jobs = flags.jobs;
+  if (seconds < 0 || cases < 0 || devices < 1 || devices > 512 || jobs < 1 || jobs > 256) {
     return BadInput(
         err, "fuzz",
         "--seconds/--cases must be >= 0, --max-devices in [1, 512], --jobs in [1, 256]");
   }
-  absl::StatusOr<PartitionerChoice> choice = PartitionerChoiceFromArgs(*args);
+  absl::StatusOr<PartitionerChoice> choice = ChoosePartitioner(flags.partitioner);
   if (!choice.ok()) return BadInput(err, "fuzz", choice.status().message());
   fuzz::CampaignOptions options;
   options.partitioners = choice->specs;
   options.target = choice->options;
-  if (!args->Has("--timeout") && *seconds > 0) {
+  if (!flags.partitioner.timeout.has_value() && seconds > 0) {
     // A compile that never returns must not take the budget: without --timeout each compile (or
     // command) of a campaign gets a quarter of --seconds, 10 to 120 s (a timeout is tried once
     // more alone before it is called a hang).
-    const double per_compile = std::clamp(0.25 * static_cast<double>(*seconds), 10.0, 120.0);
+    const double per_compile = std::clamp(0.25 * static_cast<double>(seconds), 10.0, 120.0);
     options.target.compile_timeout_seconds = per_compile;
     options.target.command_timeout_seconds = per_compile;
   }
   options.reproduce_flags = choice->reproduce_flags;
-  options.seconds = static_cast<double>(*seconds);
-  options.cases = *cases;
-  options.seed = static_cast<uint64_t>(*seed);
-  options.max_devices = *devices;
-  options.pattern_weights = args->Get("--pattern-weights").value_or("");
+  options.seconds = static_cast<double>(seconds);
+  options.cases = cases;
+  options.seed = flags.seed;
+  options.max_devices = devices;
+  options.pattern_weights = flags.pattern_weights;
   {
     fuzz::ProgramGenOptions gen;
     const absl::Status weights = fuzz::SetPatternWeights(options.pattern_weights, &gen);
     if (!weights.ok()) return BadInput(err, "fuzz", weights.message());
   }
-  if (args->Has("--sdy-percent")) {
-    absl::StatusOr<int64_t> percent = args->GetInt("--sdy-percent", 0);
-    if (!percent.ok() || *percent < 0 || *percent > 100) {
+  if (const std::optional<int64_t>& percent = flags.sdy_percent) {
+    if (*percent < 0 || *percent > 100) {
       return BadInput(err, "fuzz", "--sdy-percent takes a percentage in [0, 100]");
     }
     options.sdy_percent = static_cast<int>(*percent);
   }
-  if (args->Has("--one-mesh-percent")) {
-    absl::StatusOr<int64_t> percent = args->GetInt("--one-mesh-percent", 0);
-    if (!percent.ok() || *percent < 0 || *percent > 100) {
+  if (const std::optional<int64_t>& percent = flags.one_mesh_percent) {
+    if (*percent < 0 || *percent > 100) {
       return BadInput(err, "fuzz", "--one-mesh-percent takes a percentage in [0, 100]");
     }
     options.one_mesh_percent = static_cast<int>(*percent);
   }
-  options.out_dir = args->Get("--out").value_or("fuzz-out");
-  options.jobs = *jobs;
+  options.out_dir = flags.out_dir;
+  options.jobs = jobs;
   options.cancel = &interrupted;
   options.other_xla_pythons = choice->other_xla_pythons;
-  absl::StatusOr<int64_t> first_case = args->GetInt("--first-case", 0);
-  if (!first_case.ok() || *first_case < 0) {
-    return BadInput(err, "fuzz", "--first-case takes a case index >= 0");
-  }
-  options.first_case = *first_case;
-  if (std::optional<std::string> shard = args->Get("--shard")) {
+  if (flags.first_case < 0) return BadInput(err, "fuzz", "--first-case takes a case index >= 0");
+  options.first_case = flags.first_case;
+  if (const std::optional<std::string>& shard = flags.shard) {
     std::vector<std::string> parts = absl::StrSplit(*shard, '/');
     if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &options.shard_index) ||
         !absl::SimpleAtoi(parts[1], &options.shard_count) || options.shard_count < 1 ||
@@ -243,21 +252,21 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
       return BadInput(err, "fuzz", "--shard takes I/N with 0 <= I < N");
     }
   }
-  options.bisect_passes = !args->Has("--no-bisect");
-  if (!args->Has("--no-lint")) {
+  options.bisect_passes = !flags.no_bisect;
+  if (!flags.no_lint) {
     // XLA's correct partitionings go through the collective lint: a proved cheaper chain is a
     // wasteful finding (`xla.wasteful.<pattern>`).
     options.cost_check = LintCostCheck();
   }
-  options.summary_path = args->Get("--summary").value_or("");
-  options.save_modules_dir = args->Get("--save-modules").value_or("");
-  absl::StatusOr<int64_t> reduce_seconds = args->GetInt(
-      "--reduce-seconds", static_cast<int64_t>(target::ReduceSecondsOf(options.partitioners)));
-  if (!reduce_seconds.ok() || *reduce_seconds < 0) {
+  options.summary_path = flags.summary;
+  options.save_modules_dir = flags.save_modules;
+  const int64_t reduce_seconds = flags.reduce_seconds.value_or(
+      static_cast<int64_t>(target::ReduceSecondsOf(options.partitioners)));
+  if (reduce_seconds < 0) {
     return BadInput(err, "fuzz", "--reduce-seconds takes a number of seconds >= 0");
   }
-  options.reduce_seconds = static_cast<double>(*reduce_seconds);
-  if (std::optional<std::string> known = args->Get("--known")) {
+  options.reduce_seconds = static_cast<double>(reduce_seconds);
+  if (const std::optional<std::string>& known = flags.known) {
     if (*known != "none") options.known_findings = *known;
   } else if (target::AnySpecCan(options.partitioners,
                                 &target::PartitionerCapabilities::xla_findings)) {
@@ -301,7 +310,7 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
               ? absl::StrCat(" --one-mesh-percent ", options.one_mesh_percent)
               : "")
       << (options.cases > 0 ? absl::StrCat(" --cases ", options.cases)
-                            : absl::StrCat(" --seconds ", *seconds))
+                            : absl::StrCat(" --seconds ", seconds))
       << (options.first_case > 0 ? absl::StrCat(" --first-case ", options.first_case) : "")
       << (options.shard_count > 1
               ? absl::StrCat(" --shard ", options.shard_index, "/", options.shard_count)

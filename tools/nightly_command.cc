@@ -6,7 +6,9 @@
 #include <atomic>
 #include <climits>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -23,7 +25,7 @@
 namespace spmdcheck::cli {
 namespace {
 
-constexpr char kNightlyHelp[] =
+constexpr char kUsage[] =
     R"(usage: spmdcheck nightly (--hours H | --minutes M | --seconds S) --out DIR
                          [--targets xla,shardy,reference,libfuzzer] [--resume] [--night NAME]
                          [--seed S] [--jobs J] [--max-devices N]
@@ -31,43 +33,102 @@ constexpr char kNightlyHelp[] =
                          [--canary-bug NAME] [--canary-signature SIG] [--canary-seconds S]
                          [--ray ADDRESS|auto] [--ray-workers K] [--inject-bug NAME]
                          [--reduce-seconds T]
+)";
 
-Runs one night of fuzzing into the state directory DIR, each target time-boxed: the canary
+constexpr char kDescription[] =
+    R"(Runs one night of fuzzing into the state directory DIR, each target time-boxed: the canary
 (the reference partitioner with an injected bug, which it must find: a night that misses it is
 broken), `spmdcheck fuzz` with the reference partitioner and with XLA's (xla, shardy), and every
 libFuzzer binary in fork mode with its corpus merged into DIR/corpora/. Findings are deduplicated
 by signature across targets and nights in DIR/findings.json (first and last night seen), new
 ones are reduced and kept in DIR/findings/<signature>/. Reports of the night: DIR/report.md,
 report.html, report.json, junit.xml. A killed run loses nothing: `--resume` continues the
-unfinished night with the time it had left.
-  --hours H / --minutes M / --seconds S   the night's time budget (fractions allowed)
-  --out DIR             the state directory (created; reused night after night)
-  --targets LIST        of xla, shardy, reference (with the canary), libfuzzer
-                        (default: all four)
-  --resume              continue the last unfinished night of DIR (a new night when there is
-                        none); without it an unfinished night is marked interrupted
-  --night NAME          the night's id (default: the UTC date, .2, .3, ... when taken)
-  --seed S              the night's seed (default: derived from its id; printed)
-  --jobs J              threads per campaign, libFuzzer -fork jobs (default 1)
-  --max-devices N       largest mesh of the campaigns (default 8)
-  --libfuzzer-dir DIR   the libFuzzer binaries (default: build-fuzz/fuzz of the checkout)
-  --libfuzzer-targets L which of them (default: all five)
-  --canary-bug NAME     the injected bug (default dot-padding-unmasked; fuzz --list-bugs)
-  --canary-signature S  the signature it must produce (default wrong-result.all-reduce for the
-                        default bug; for others any bug claim)
-  --canary-seconds S    the canary's time (default 5% of the night, 3 to 60 s)
-  --ray ADDRESS|auto    run the xla/shardy/reference campaigns through the Ray driver
-                        workers/ray/ray_fuzz.py (with $SPMDCHECK_XLA_VENV's python)
-  --ray-workers K       Ray workers per campaign (default 2)
-  --reduce-seconds T    time to reduce each new campaign finding (default: a quarter of the
-                        target's share, at most 10 s for ours, 90 s with XLA)
-  --inject-bug NAME     a drill: switch the bug on in the reference campaign too, so that the
-                        whole pipeline (findings, new vs known, reports) runs on a real finding
-Ctrl-C (SIGINT) or SIGTERM stops the night at once; it stays resumable.
+unfinished night with the time it had left.)";
+
+constexpr char kFooter[] =
+    R"(Ctrl-C (SIGINT) or SIGTERM stops the night at once; it stays resumable.
 Exit codes: 0 a complete night with no new finding, 1 new bug claims, 2 bad input or a state
 that cannot be written, 3 a broken night (canary missed), a target that could not run (not
-built, XLA unavailable), new findings to investigate, or stopped before the end.
-)";
+built, XLA unavailable), new findings to investigate, or stopped before the end.)";
+
+// The flags as given.
+struct NightlyFlags {
+  std::optional<double> hours, minutes, seconds, canary_seconds, reduce_seconds;
+  std::optional<std::string> out, night, libfuzzer_dir;
+  std::optional<std::vector<std::string>> targets;
+  std::vector<std::string> libfuzzer_targets;
+  std::optional<uint64_t> seed;
+  int64_t jobs = 1, max_devices = 8, ray_workers = 2;
+  std::string canary_bug = "dot-padding-unmasked", canary_signature, ray, inject_bug;
+  bool resume = false;
+};
+
+void AddNightlyFlags(CLI::App& app, NightlyFlags& flags) {
+  AddOptional(app, "--hours", flags.hours, "the night's time budget (fractions allowed)")
+      ->type_name("H")
+      ->check(Number());
+  AddOptional(app, "--minutes", flags.minutes, "the same in minutes")
+      ->type_name("M")
+      ->check(Number());
+  AddOptional(app, "--seconds", flags.seconds, "the same in seconds")
+      ->type_name("S")
+      ->check(Number());
+  AddOptional(app, "--out", flags.out, "the state directory (created; reused night after night)")
+      ->type_name("DIR");
+  AddOptional(app, "--targets", flags.targets,
+              "of xla, shardy, reference (with the canary), libfuzzer (default: all four)")
+      ->type_name("LIST")
+      ->delimiter(',');
+  app.add_flag("--resume", flags.resume,
+               "continue the last unfinished night of DIR (a new night when there is\n"
+               "none); without it an unfinished night is marked interrupted");
+  AddOptional(app, "--night", flags.night,
+              "the night's id (default: the UTC date, .2, .3, ... when taken)")
+      ->type_name("NAME");
+  AddOptional(app, "--seed", flags.seed, "the night's seed (default: derived from its id; printed)")
+      ->type_name("S")
+      ->transform(DecimalUint64());
+  app.add_option("--jobs", flags.jobs, "threads per campaign, libFuzzer -fork jobs (default 1)")
+      ->type_name("J")
+      ->transform(DecimalInt64());
+  app.add_option("--max-devices", flags.max_devices, "largest mesh of the campaigns (default 8)")
+      ->type_name("N")
+      ->transform(DecimalInt64());
+  AddOptional(app, "--libfuzzer-dir", flags.libfuzzer_dir,
+              "the libFuzzer binaries (default: build-fuzz/fuzz of the checkout)")
+      ->type_name("DIR");
+  app.add_option("--libfuzzer-targets", flags.libfuzzer_targets,
+                 "which of them (default: all five)")
+      ->type_name("L")
+      ->delimiter(',');
+  app.add_option("--canary-bug", flags.canary_bug,
+                 "the injected bug (default dot-padding-unmasked; fuzz --list-bugs)")
+      ->type_name("NAME");
+  app.add_option("--canary-signature", flags.canary_signature,
+                 "the signature it must produce (default wrong-result.all-reduce for the\n"
+                 "default bug; for others any bug claim)")
+      ->type_name("S");
+  AddOptional(app, "--canary-seconds", flags.canary_seconds,
+              "the canary's time (default 5% of the night, 3 to 60 s)")
+      ->type_name("S")
+      ->check(Number());
+  app.add_option("--ray", flags.ray,
+                 "run the xla/shardy/reference campaigns through the Ray driver\n"
+                 "workers/ray/ray_fuzz.py (with $SPMDCHECK_XLA_VENV's python)")
+      ->type_name("ADDRESS|auto");
+  app.add_option("--ray-workers", flags.ray_workers, "Ray workers per campaign (default 2)")
+      ->type_name("K")
+      ->transform(DecimalInt64());
+  AddOptional(app, "--reduce-seconds", flags.reduce_seconds,
+              "time to reduce each new campaign finding (default: a quarter of the\n"
+              "target's share, at most 10 s for ours, 90 s with XLA)")
+      ->type_name("T")
+      ->check(Number());
+  app.add_option("--inject-bug", flags.inject_bug,
+                 "a drill: switch the bug on in the reference campaign too, so that the\n"
+                 "whole pipeline (findings, new vs known, reports) runs on a real finding")
+      ->type_name("NAME");
+}
 
 std::atomic<bool> nightly_interrupted{false};
 extern "C" void OnNightlySignal(int) { nightly_interrupted.store(true); }
@@ -105,53 +166,44 @@ std::string SelfBinary() {
 }  // namespace
 
 int RunNightly(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv,
-                  {"--hours", "--minutes", "--seconds", "--out", "--targets", "--night", "--seed",
-                   "--jobs", "--max-devices", "--libfuzzer-dir", "--libfuzzer-targets",
-                   "--canary-bug", "--canary-signature", "--canary-seconds", "--ray",
-                   "--ray-workers", "--inject-bug", "--reduce-seconds"},
-                  {"--resume", "--help"});
-  if (!args.ok()) return BadInput(err, "nightly", args.status().message());
-  if (args->Has("--help")) {
-    out << kNightlyHelp;
-    return kExitHolds;
-  }
-  if (!args->positional().empty()) {
-    err << kNightlyHelp;
-    return kExitBadInput;
-  }
+  Command command("nightly", kUsage, kDescription, kFooter);
+  NightlyFlags flags;
+  AddNightlyFlags(command.app(), flags);
+  if (std::optional<int> done = command.Parse(argv, out, err)) return *done;
   nightly::NightlyOptions options;
   int budgets = 0;
-  for (const auto& [flag, scale] : std::vector<std::pair<std::string, double>>{
-           {"--hours", 3600}, {"--minutes", 60}, {"--seconds", 1}}) {
-    std::optional<std::string> value = args->Get(flag);
+  for (const auto& [flag, value, scale] :
+       std::vector<std::tuple<std::string, std::optional<double>, double>>{
+           {"--hours", flags.hours, 3600},
+           {"--minutes", flags.minutes, 60},
+           {"--seconds", flags.seconds, 1}}) {
     if (!value.has_value()) continue;
     ++budgets;
-    double amount = 0;
-    if (!absl::SimpleAtod(*value, &amount) || !(amount > 0) || amount * scale > 30 * 86400) {
+    const double amount = *value;
+    if (!(amount > 0) || amount * scale > 30 * 86400) {
       return BadInput(err, "nightly", flag + " takes a positive number (at most 30 days)");
     }
     options.seconds = amount * scale;
   }
-  std::optional<std::string> dir = args->Get("--out");
-  if (!dir.has_value() || dir->empty()) {
+  if (!flags.out.has_value() || flags.out->empty()) {
     return BadInput(err, "nightly", "--out DIR (the state directory) is required");
   }
-  if (budgets != 1 && !args->Has("--resume")) {
+  const std::string& dir = *flags.out;
+  if (budgets != 1 && !flags.resume) {
     return BadInput(err, "nightly", "give the night's time: one of --hours, --minutes, --seconds");
   }
   if (budgets > 1) {
     return BadInput(err, "nightly", "give only one of --hours, --minutes, --seconds");
   }
   std::error_code ec;
-  options.dir = std::filesystem::absolute(*dir, ec).lexically_normal().string();
+  options.dir = std::filesystem::absolute(dir, ec).lexically_normal().string();
   if (options.dir.size() > 1 && options.dir.back() == '/') options.dir.pop_back();
-  options.resume = args->Has("--resume");
+  options.resume = flags.resume;
   if (options.resume && budgets == 0) options.seconds = 0;  // Unused when a night is resumed.
-  if (std::optional<std::string> targets = args->Get("--targets")) {
+  if (flags.targets.has_value()) {
     options.targets.clear();
-    for (absl::string_view t : absl::StrSplit(*targets, ',', absl::SkipEmpty())) {
+    for (const std::string& t : *flags.targets) {
+      if (t.empty()) continue;
       const std::vector<std::string>& campaigns = nightly::kCampaignTargets;
       if (t != "libfuzzer" && std::find(campaigns.begin(), campaigns.end(), t) == campaigns.end()) {
         return BadInput(err, "nightly",
@@ -162,69 +214,60 @@ int RunNightly(const std::vector<std::string>& argv, std::ostream& out, std::ost
     }
     if (options.targets.empty()) return BadInput(err, "nightly", "--targets is empty");
   }
-  if (std::optional<std::string> night = args->Get("--night")) {
+  if (const std::optional<std::string>& night = flags.night) {
     if (!nightly::ValidNightName(*night)) {
       return BadInput(err, "nightly", "--night takes a name of letters, digits, '.', '_', '-'");
     }
     options.night = *night;
   }
-  if (args->Has("--seed")) {
-    absl::StatusOr<uint64_t> seed = args->GetUint64("--seed", 1);
-    if (!seed.ok()) return BadInput(err, "nightly", seed.status().message());
-    options.seed = *seed;
-  }
-  absl::StatusOr<int64_t> jobs = args->GetInt("--jobs", 1);
-  absl::StatusOr<int64_t> devices = args->GetInt("--max-devices", 8);
-  absl::StatusOr<int64_t> ray_workers = args->GetInt("--ray-workers", 2);
-  for (const auto* value : {&jobs, &devices, &ray_workers}) {
-    if (!value->ok()) return BadInput(err, "nightly", value->status().message());
-  }
-  if (*jobs < 1 || *jobs > 256 || *devices < 1 || *devices > 512 || *ray_workers < 1) {
+  if (flags.seed.has_value()) options.seed = *flags.seed;
+  const int64_t jobs = flags.jobs, devices = flags.max_devices, ray_workers = flags.ray_workers;
+  if (jobs < 1 || jobs > 256 || devices < 1 || devices > 512 || ray_workers < 1) {
     return BadInput(err, "nightly",
                     "--jobs in [1, 256], --max-devices in [1, 512], --ray-workers >= 1");
   }
-  options.jobs = *jobs;
-  options.max_devices = *devices;
-  options.ray_workers = *ray_workers;
+  options.jobs = jobs;
+  options.max_devices = devices;
+  options.ray_workers = ray_workers;
   options.source_dir = SpmdcheckDataDir();
   options.spmdcheck_binary = SelfBinary();
-  options.libfuzzer_dir =
-      args->Get("--libfuzzer-dir").value_or(options.source_dir + "/build-fuzz/fuzz");
+  options.libfuzzer_dir = flags.libfuzzer_dir.value_or(options.source_dir + "/build-fuzz/fuzz");
   options.libfuzzer_dir = std::filesystem::absolute(options.libfuzzer_dir, ec).string();
-  if (std::optional<std::string> list = args->Get("--libfuzzer-targets")) {
-    for (absl::string_view t : absl::StrSplit(*list, ',', absl::SkipEmpty())) {
-      const std::vector<std::string>& known = nightly::LibFuzzerTargets();
-      if (std::find(known.begin(), known.end(), t) == known.end()) {
-        return BadInput(err, "nightly", absl::StrCat("unknown libFuzzer target '", t, "'"));
-      }
-      options.libfuzzer_targets.emplace_back(t);
+  for (const std::string& t : flags.libfuzzer_targets) {
+    if (t.empty()) continue;
+    const std::vector<std::string>& known = nightly::LibFuzzerTargets();
+    if (std::find(known.begin(), known.end(), t) == known.end()) {
+      return BadInput(err, "nightly", absl::StrCat("unknown libFuzzer target '", t, "'"));
     }
+    options.libfuzzer_targets.emplace_back(t);
   }
-  options.canary_bug = args->Get("--canary-bug").value_or("dot-padding-unmasked");
+  options.canary_bug = flags.canary_bug;
   if (!partitioner::IsInjectedBug(options.canary_bug)) {
     return BadInput(
         err, "nightly",
         "--canary-bug: no injected bug '" + options.canary_bug + "' (spmdcheck fuzz --list-bugs)");
   }
-  options.canary_signature = args->Get("--canary-signature").value_or("");
-  options.inject_bug = args->Get("--inject-bug").value_or("");
+  options.canary_signature = flags.canary_signature;
+  options.inject_bug = flags.inject_bug;
   if (!options.inject_bug.empty() && !partitioner::IsInjectedBug(options.inject_bug)) {
     return BadInput(
         err, "nightly",
         "--inject-bug: no injected bug '" + options.inject_bug + "' (spmdcheck fuzz --list-bugs)");
   }
-  if (std::optional<std::string> s = args->Get("--canary-seconds")) {
-    if (!absl::SimpleAtod(*s, &options.canary_seconds) || !(options.canary_seconds >= 1)) {
+  if (flags.canary_seconds.has_value()) {
+    options.canary_seconds = *flags.canary_seconds;
+    if (!(options.canary_seconds >= 1)) {
       return BadInput(err, "nightly", "--canary-seconds takes a number of seconds >= 1");
     }
   }
-  if (std::optional<std::string> s = args->Get("--reduce-seconds")) {
+  if (flags.reduce_seconds.has_value()) {
     // (> 0: spmdcheck fuzz's reducer takes 0 as "no limit".)
-    if (!absl::SimpleAtod(*s, &options.reduce_seconds) || !(options.reduce_seconds > 0)) {
+    options.reduce_seconds = *flags.reduce_seconds;
+    if (!(options.reduce_seconds > 0)) {
       return BadInput(err, "nightly", "--reduce-seconds takes a number of seconds > 0");
     }
   }
-  options.ray_address = args->Get("--ray").value_or("");
+  options.ray_address = flags.ray;
   // The driver (workers/ray/ray_fuzz.py); SPMDCHECK_RAY_DRIVER names another (tests use a
   // stand-in).
   const char* driver = getenv("SPMDCHECK_RAY_DRIVER");

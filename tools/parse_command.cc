@@ -3,6 +3,9 @@
 // for several files, a summary.
 #include <algorithm>
 #include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "ir/hlo_parser.h"
@@ -13,16 +16,12 @@
 namespace spmdcheck::cli {
 namespace {
 
-constexpr char kParseHelp[] =
-    R"(usage: spmdcheck parse FILE|DIR... [--fragment] [--num-partitions N] [--quiet]
+constexpr char kUsage[] =
+    "usage: spmdcheck parse FILE|DIR... [--fragment] [--num-partitions N] [--quiet]\n";
 
-Parses each HLO module (XLA dump or test text) and runs the verifier.
-  --fragment          the file holds pasted statements, not a whole module: undefined operands
-                      become parameters, missing called computations stay opaque references
-  --num-partitions N  partition count when the module header has none
-  --quiet             print only errors and the summary
-Exit code: 0 when every file parses and verifies, 2 otherwise.
-)";
+constexpr char kDescription[] =
+    "Parses each HLO module (XLA dump or test text) and runs the verifier; directories are\n"
+    "searched for *.hlo files.";
 
 std::vector<std::string> ExpandPaths(const std::vector<std::string>& inputs) {
   std::vector<std::string> files;
@@ -48,21 +47,23 @@ std::vector<std::string> ExpandPaths(const std::vector<std::string>& inputs) {
 }  // namespace
 
 int RunParse(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv, {"--num-partitions"}, {"--fragment", "--quiet", "--help"});
-  if (!args.ok()) return BadInput(err, "parse", args.status().message());
-  if (args->Has("--help")) {
-    out << kParseHelp;
-    return kExitHolds;
-  }
-  if (args->positional().empty()) {
-    err << kParseHelp;
-    return kExitBadInput;
-  }
-  absl::StatusOr<int64_t> num_partitions = args->GetInt("--num-partitions", 0);
-  if (!num_partitions.ok()) return BadInput(err, "parse", num_partitions.status().message());
-  const bool quiet = args->Has("--quiet");
-  const std::vector<std::string> files = ExpandPaths(args->positional());
+  Command command("parse", kUsage, kDescription,
+                  "Exit code: 0 when every file parses and verifies, 2 otherwise.");
+  CLI::App& app = command.app();
+  std::vector<std::string> inputs;
+  app.add_option("FILE|DIR", inputs, "modules, or directories of *.hlo files")->required();
+  bool fragment = false, quiet = false;
+  int64_t num_partitions = 0;
+  app.add_flag("--fragment", fragment,
+               "the file holds pasted statements, not a whole module: undefined operands\n"
+               "become parameters, missing called computations stay opaque references");
+  app.add_option("--num-partitions", num_partitions,
+                 "partition count when the module header has none")
+      ->type_name("N")
+      ->transform(DecimalInt64());
+  app.add_flag("--quiet", quiet, "print only errors and the summary");
+  if (std::optional<int> done = command.Parse(argv, out, err)) return *done;
+  const std::vector<std::string> files = ExpandPaths(inputs);
   int64_t ok = 0, failed = 0, instructions_total = 0;
   for (const std::string& path : files) {
     absl::StatusOr<std::string> text = ReadModuleText(path);
@@ -73,7 +74,7 @@ int RunParse(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     }
     ParseOptions options;
     options.path = path;
-    options.fragment = args->Has("--fragment");
+    options.fragment = fragment;
     absl::StatusOr<ParsedModule> parsed = ParseHloModule(*text, options);
     if (!parsed.ok()) {
       err << parsed.status().message() << "\n";
@@ -82,8 +83,8 @@ int RunParse(const std::vector<std::string>& argv, std::ostream& out, std::ostre
     }
     for (const std::string& warning : parsed->warnings) err << warning << "\n";
     HloModule& module = *parsed->module;
-    if (*num_partitions > 0 && !module.has_num_partitions()) {
-      module.set_num_partitions(*num_partitions);
+    if (num_partitions > 0 && !module.has_num_partitions()) {
+      module.set_num_partitions(num_partitions);
     }
     bool has_error = false;
     for (const VerifierDiagnostic& diagnostic : VerifyModuleDiagnostics(module)) {

@@ -1,6 +1,7 @@
 // `spmdcheck partition FILE [--partitioner SPEC] [--num-partitions N] [-o OUT] [--stats]
 // [--inject-bug NAME]`: the partitioner under test on one module (see docs/partition.md).
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,22 +17,21 @@
 namespace spmdcheck::cli {
 namespace {
 
-constexpr char kPartitionHelp[] =
-    R"(usage: spmdcheck partition FILE [--partitioner SPEC] [--num-partitions N] [-o OUT] [--stats]
+constexpr char kUsage[] =
+    "usage: spmdcheck partition FILE [--partitioner SPEC] [--num-partitions N] [-o OUT] "
+    "[--stats]\n";
 
-Partitions a module whose instructions carry shardings into the per-device program (XLA's
+constexpr char kDescription[] =
+    R"(Partitions a module whose instructions carry shardings into the per-device program (XLA's
 conventions: local shapes, partition-id offset tables, collectives with channel ids and global
 device ids). With the reference partitioner (the default) each output instruction keeps the
 global sharding of the value it holds, and instructions without a sharding get one by
 propagation (operands, else users, else replicated); with xla or shardy the output is XLA's
-module after spmd-partitioning, as XLA wrote it.
-  --num-partitions N   partition count (default: the module's num_partitions)
-  -o OUT               write the partitioned module to OUT (default: stdout)
-  --stats              print handled/fallback counts and the collective cost to stderr
-)"
+module after spmd-partitioning, as XLA wrote it.)";
+
+constexpr char kFooter[] =
     R"(Exit codes: 0 partitioned, 1 the partitioner crashed or rejected a valid module, 2 bad input,
-3 unknown (a construct the partitioner cannot express, XLA unavailable, a timeout).
-)";
+3 unknown (a construct the partitioner cannot express, XLA unavailable, a timeout).)";
 
 }  // namespace
 
@@ -55,32 +55,30 @@ void PrintCollectiveCost(const HloModule& partitioned, std::ostream& out) {
       << ", sent: " << cost.total.max_send_bytes << "\n";
 }
 
-std::set<std::string> PartitionFlags() {
-  std::set<std::string> flags = {"--num-partitions", "-o"};
-  flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
-  return flags;
-}
-
 int RunPartition(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(argv, PartitionFlags(), {"--stats", "--help"});
-  if (!args.ok()) return BadInput(err, "partition", args.status().message());
-  if (args->Has("--help")) {
-    out << kPartitionHelp << kPartitionerFlagsHelp;
-    return kExitHolds;
-  }
-  if (args->positional().size() != 1) {
-    err << kPartitionHelp;
-    return kExitBadInput;
-  }
-  absl::StatusOr<int64_t> partitions = args->GetInt("--num-partitions", 0);
-  if (!partitions.ok()) return BadInput(err, "partition", partitions.status().message());
-  if (*partitions < 0 || *partitions > 65536) {
+  Command command("partition", kUsage, kDescription, kFooter);
+  CLI::App& app = command.app();
+  std::string path;
+  app.add_option("FILE", path, "the module, its instructions carrying shardings")->required();
+  int64_t partitions = 0;
+  std::optional<std::string> output;
+  bool stats = false;
+  app.add_option("--num-partitions", partitions,
+                 "partition count (default: the module's num_partitions)")
+      ->type_name("N")
+      ->transform(DecimalInt64());
+  AddOptional(app, "-o", output, "write the partitioned module to OUT (default: stdout)")
+      ->type_name("OUT");
+  app.add_flag("--stats", stats, "print handled/fallback counts and the collective cost to stderr");
+  PartitionerFlags partitioner_flags;
+  AddPartitionerFlags(app, partitioner_flags);
+  if (std::optional<int> done = command.Parse(argv, out, err)) return *done;
+  if (partitions < 0 || partitions > 65536) {
     return BadInput(err, "partition", "--num-partitions must be in [1, 65536]");
   }
-  absl::StatusOr<std::unique_ptr<HloModule>> module =
-      LoadVerifiedModule(args->positional()[0], err);
+  absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
   if (!module.ok()) return BadInput(err, "partition", module.status().message());
-  absl::StatusOr<PartitionerChoice> choice = PartitionerChoiceFromArgs(*args);
+  absl::StatusOr<PartitionerChoice> choice = ChoosePartitioner(partitioner_flags);
   if (!choice.ok()) return BadInput(err, "partition", choice.status().message());
   absl::StatusOr<std::vector<std::unique_ptr<target::PartitionerUnderTest>>> partitioners =
       target::MakePartitioners(choice->specs, choice->options);
@@ -88,15 +86,14 @@ int RunPartition(const std::vector<std::string>& argv, std::ostream& out, std::o
   if (partitioners->size() != 1) {
     return BadInput(err, "partition", "partition takes one --partitioner (check takes several)");
   }
-  const int64_t count = *partitions > 0 ? *partitions : (*module)->num_partitions();
+  const int64_t count = partitions > 0 ? partitions : (*module)->num_partitions();
   absl::StatusOr<target::PartitionOutput> result =
       partitioners->front()->Partition(**module, count);
   if (!result.ok()) {
-    return BadInput(err, "partition",
-                    absl::StrCat(args->positional()[0], ": ", result.status().message()));
+    return BadInput(err, "partition", absl::StrCat(path, ": ", result.status().message()));
   }
   if (result->status != target::PartitionStatus::kOk) {
-    const std::string message = absl::StrCat(args->positional()[0], ": ", result->message);
+    const std::string message = absl::StrCat(path, ": ", result->message);
     switch (result->status) {
       case target::PartitionStatus::kCrash:
       case target::PartitionStatus::kRejected:
@@ -114,14 +111,14 @@ int RunPartition(const std::vector<std::string>& argv, std::ostream& out, std::o
   }
   const std::string text = result->partitioned_text.empty() ? PrintModule(*result->partitioned)
                                                             : result->partitioned_text;
-  if (std::optional<std::string> path = args->Get("-o")) {
-    std::ofstream file(*path);
+  if (output.has_value()) {
+    std::ofstream file(*output);
     file << text;
-    if (!file) return BadInput(err, "partition", absl::StrCat("cannot write ", *path));
+    if (!file) return BadInput(err, "partition", absl::StrCat("cannot write ", *output));
   } else {
     out << text;
   }
-  if (args->Has("--stats")) {
+  if (stats) {
     if (partitioners->front()->capabilities().handler_stats) {
       PrintPartitionStats(result->stats, *result->partitioned, err);
     } else {

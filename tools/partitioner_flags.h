@@ -1,10 +1,10 @@
 // The flags that choose and configure the partitioner under test, shared by `check`,
-// `partition`, `fuzz` and `reduce`: --partitioner SPEC[,SPEC...], --inject-bug NAME,
-// --xla-venv DIR, --timeout SECONDS.
+// `partition`, `fuzz`, `reduce` and `repro`: --partitioner SPEC[,SPEC...], --inject-bug NAME,
+// --xla-venv DIR[,DIR...], --timeout SECONDS.
 #ifndef SPMDCHECK_TOOLS_PARTITIONER_FLAGS_H_
 #define SPMDCHECK_TOOLS_PARTITIONER_FLAGS_H_
 
-#include <set>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,8 +14,17 @@
 
 namespace spmdcheck::cli {
 
-inline const std::set<std::string> kPartitionerValueFlags = {"--partitioner", "--inject-bug",
-                                                             "--xla-venv", "--timeout"};
+// The flags as given (each empty when absent).
+struct PartitionerFlags {
+  std::optional<std::string> partitioner;
+  std::optional<std::string> inject_bug;
+  std::optional<std::vector<std::string>> xla_venvs;
+  std::optional<double> timeout;
+};
+
+// Adds the four flags to `app` (group "partitioner under test"); parsing fills `flags`, which
+// must outlive the parse.
+void AddPartitionerFlags(CLI::App& app, PartitionerFlags& flags);
 
 struct PartitionerChoice {
   // As given to --partitioner, with --inject-bug's `+bug=NAME` on each spec.
@@ -29,21 +38,8 @@ struct PartitionerChoice {
   std::vector<std::string> other_xla_pythons;
 };
 
-absl::StatusOr<PartitionerChoice> PartitionerChoiceFromArgs(const Args& args);
-
-// Help text for the flags above.
-inline constexpr char kPartitionerFlagsHelp[] =
-    R"(  --partitioner SPEC      the partitioner under test: reference (default), xla (XLA's GSPMD),
-                          shardy (XLA's Shardy), cmd:COMMAND (docs/partitioners.md), or several
-                          separated by commas (xla,shardy); reference+bug=NAME switches on an
-                          injected bug of the reference partitioner (spmdcheck fuzz --list-bugs)
-  --inject-bug NAME       the same, shorthand: +bug=NAME on the partitioner (reference only)
-  --xla-venv DIR[,DIR]    the virtual environment whose jax/jaxlib to test (default: the
-                          project's .venv; also SPMDCHECK_XLA_VENV); check and fuzz try each
-                          finding on the further ones too (other jaxlib versions; default:
-                          the checkout's .venv-jax*/, or SPMDCHECK_XLA_MATRIX)
-  --timeout SECONDS       per compile (xla, shardy) or per command run (cmd:); default 120
-)";
+// The partitioner the parsed flags choose; errors for unknown specs, bugs and empty values.
+absl::StatusOr<PartitionerChoice> ChoosePartitioner(const PartitionerFlags& flags);
 
 }  // namespace spmdcheck::cli
 

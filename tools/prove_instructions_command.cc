@@ -25,11 +25,13 @@ namespace {
 
 constexpr char kCommand[] = "prove instructions";
 
-constexpr char kHelp[] =
+constexpr char kUsage[] =
     R"(usage: spmdcheck prove instructions FILE [--num-partitions N] [--timeout-ms MS]
                                        [--procedure auto|enumerate|z3|both] [--global PRE.hlo]
+)";
 
-Checks every collective (all-gather, all-reduce, reduce-scatter, all-to-all, collective-permute,
+constexpr char kDescription[] =
+    R"(Checks every collective (all-gather, all-reduce, reduce-scatter, all-to-all, collective-permute,
 collective-broadcast) of a partitioned module against the shardings annotated on its operand and
 its result: `sharding=` attributes, or `// ... sharding={...}` comments on the instruction's line,
 else the sharding inferred from the parameters' (as `lint --holdings` shows; --no-infer: none).
@@ -39,35 +41,42 @@ Group, pair and placement facts are decided by enumeration (auto, the default) o
 (--procedure, as for `prove groups`).
 With --global, every chain of data movement (as `lint` splits them) is also proved against the
 global program's ops (`prove chain --global`), one `chain SOURCE -> END` line each.
-One line per collective: NAME (line L): proved | refuted: ... | unknown: ...
-Exit code: 0 all proved, 1 some refuted, 2 bad input, 3 some unknown (none refuted).
-)";
+One line per collective: NAME (line L): proved | refuted: ... | unknown: ...)";
+
+constexpr char kFooter[] =
+    "Exit code: 0 all proved, 1 some refuted, 2 bad input, 3 some unknown (none refuted).";
 
 }  // namespace
 
 int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out,
                          std::ostream& err) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv, {"--num-partitions", "--timeout-ms", "--procedure", "--global"},
-                  {"--help", "--no-infer"});
-  if (!args.ok()) return BadInput(err, kCommand, args.status().message());
-  if (args->Has("--help")) {
-    out << kHelp;
-    return kExitHolds;
-  }
-  if (args->positional().size() != 1) {
-    return BadInput(err, kCommand,
-                    absl::StrCat("expected one FILE, got ", args->positional().size()));
-  }
-  const std::string& path = args->positional()[0];
-  absl::StatusOr<int64_t> partitions = args->GetInt("--num-partitions", 0);
-  if (!partitions.ok()) return BadInput(err, kCommand, partitions.status().message());
-  if (args->Has("--num-partitions") && *partitions <= 0) {
+  Command command(kCommand, kUsage, kDescription, kFooter);
+  CLI::App& app = command.app();
+  std::string path;
+  app.add_option("FILE", path, "the partitioned module")->required();
+  std::optional<int64_t> partitions;
+  AddOptional(app, "--num-partitions", partitions, "partition count (default: the module's)")
+      ->type_name("N")
+      ->transform(DecimalInt64());
+  int64_t timeout = smt::kDefaultTimeoutMs;
+  AddTimeoutMsFlag(app, timeout, "per Z3 query");
+  std::string procedure_text;
+  AddProcedureFlag(app, procedure_text);
+  std::optional<std::string> global_path;
+  AddOptional(app, "--global", global_path,
+              "the pre-partitioning program: also prove every chain against its ops")
+      ->type_name("PRE.hlo")
+      ->check(InputFile());
+  bool no_infer = false;
+  app.add_flag("--no-infer", no_infer, "read only the module's own annotations (no inference)");
+  if (std::optional<int> done = command.Parse(argv, out, err)) return *done;
+  if (partitions.has_value() && *partitions <= 0) {
     return BadInput(err, kCommand, "--num-partitions must be positive");
   }
-  absl::StatusOr<int64_t> timeout = args->GetInt("--timeout-ms", smt::kDefaultTimeoutMs);
-  if (!timeout.ok()) return BadInput(err, kCommand, timeout.status().message());
-  if (*timeout <= 0) return BadInput(err, kCommand, "--timeout-ms must be positive");
+  const int64_t num_partitions = partitions.value_or(0);
+  if (absl::Status valid = CheckTimeoutMs(timeout); !valid.ok()) {
+    return BadInput(err, kCommand, valid.message());
+  }
 
   absl::StatusOr<std::string> text = ReadModuleText(path);
   if (!text.ok()) return BadInput(err, kCommand, text.status().message());
@@ -76,19 +85,19 @@ int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out
 
   // Operands and results without an annotation get the inferred sharding (lint/inference.h).
   std::unique_ptr<HloModule> inferred;
-  if (!args->Has("--no-infer")) {
+  if (!no_infer) {
     lint::InferenceOptions inference;
-    inference.num_partitions = *partitions;
-    inference.timeout_ms = *timeout;
+    inference.num_partitions = num_partitions;
+    inference.timeout_ms = timeout;
     absl::StatusOr<lint::Inference> result = lint::InferHoldings(**module, *text, inference);
     if (result.ok()) inferred = std::move(result->module);
   }
   const HloModule* checked = inferred != nullptr ? inferred.get() : module->get();
   smt::InstructionCheckOptions options;
-  options.num_partitions = *partitions;
-  options.timeout_ms = *timeout;
+  options.num_partitions = num_partitions;
+  options.timeout_ms = timeout;
   options.source_text = *text;
-  absl::StatusOr<smt::Procedure> procedure = ProcedureFlag(*args);
+  absl::StatusOr<smt::Procedure> procedure = ParseProcedureFlag(procedure_text);
   if (!procedure.ok()) return BadInput(err, kCommand, procedure.status().message());
   options.procedure = *procedure;
   absl::StatusOr<std::vector<smt::InstructionCheck>> checks =
@@ -117,17 +126,17 @@ int RunProveInstructions(const std::vector<std::string>& argv, std::ostream& out
   }
   out << absl::StrCat("summary: ", checks->size(), " collectives: ", proved, " proved, ", refuted,
                       " refuted, ", unknown, " unknown\n");
-  if (std::optional<std::string> global_path = args->Get("--global")) {
+  if (global_path.has_value()) {
     absl::StatusOr<std::unique_ptr<HloModule>> global = LoadVerifiedModule(*global_path, err);
     if (!global.ok()) return BadInput(err, kCommand, global.status().message());
-    const int64_t p = *partitions > 0 ? *partitions : (*module)->num_partitions();
+    const int64_t p = num_partitions > 0 ? num_partitions : (*module)->num_partitions();
     int chains = 0, chains_proved = 0, chains_refuted = 0;
     for (const lint::Chain& chain : lint::SplitIntoChains(**module).chains) {
       smt::ChainProofOptions chain_options;
       chain_options.from = chain.source->name();
       chain_options.to = chain.end->name();
       chain_options.num_partitions = p;
-      chain_options.timeout_ms = *timeout;
+      chain_options.timeout_ms = timeout;
       const smt::ProofResult r =
           lint::ProveChainAgainstGlobal(**module, *text, **global, chain_options, nullptr);
       out << "chain " << chain.source->name() << " -> " << chain.end->name()

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,43 +32,77 @@
 namespace spmdcheck::cli {
 namespace {
 
-constexpr char kReduceHelp[] =
+constexpr char kUsage[] =
     R"(usage: spmdcheck reduce FILE (--until same|fails|crash|unsupported | --until-cmd CMD) -o OUT
                         [--num-partitions N] [--trials K] [--seed S] [--inject-bug NAME]
                         [--match TEXT] [--max-calls M] [--max-seconds T] [--verbose]
        spmdcheck reduce DIR [--max-seconds T] [--trials K] [--partitioner SPEC] [--xla-venv DIR]
+)";
 
-DIR: a finding folder of `spmdcheck fuzz` (finding.json, module.hlo) left unreduced, e.g. when
+constexpr char kDescription[] =
+    R"(DIR: a finding folder of `spmdcheck fuzz` (finding.json, module.hlo) left unreduced, e.g. when
 the campaign's time budget ran out: reduced while the partitioner fails with the same signature
 (its case seed, default --max-seconds 300), then the folder is written again as the campaign
 writes it (module.hlo, partitioned.hlo, inputs.txt, repro.py, finding.json, the other jaxlibs'
 verdicts); the module as found is kept as module.unreduced.hlo.
 
-FILE:
+FILE: shrinks FILE while it stays interesting: drops instructions (users rewired to an operand,
+an earlier value of the same shape or a new parameter), shrinks dimensions, simplifies shardings,
+shrinks the mesh and zeroes constants. Only candidates that verify are tried.)";
 
-Shrinks FILE while it stays interesting: drops instructions (users rewired to an operand, an
-earlier value of the same shape or a new parameter), shrinks dimensions, simplifies shardings,
-shrinks the mesh and zeroes constants. Only candidates that verify are tried.
-  --until same|fails|crash|unsupported
-                      interesting = `spmdcheck check` gives that outcome (same: the failure
-                      signature of FILE, its kind and op, e.g. xla.miscompile.pad, as the fuzz
-                      campaign reduces; fails: the oracle found a counterexample (for XLA:
-                      confirmed by XLA); crash: the partitioner errored or produced invalid
-                      HLO; unsupported: the partitioner or oracle cannot judge it)
-  --until-cmd CMD     interesting = `CMD CANDIDATE.hlo` exits 0 (run by the shell, killed
-                      with its process group after --timeout seconds: then not interesting)
-  -o OUT              where to write the reduced module (required)
-  --num-partitions N  partition count of FILE (default: the module's num_partitions)
-  --trials K, --seed S, --partitioner SPEC, --inject-bug NAME, --xla-venv DIR
-                      passed to the check behind --until (defaults 2, 1, reference, none)
-  --timeout SECONDS   per check or --until-cmd run (default 120)
-  --match TEXT        with --until: the outcome's message must also contain TEXT
-  --max-calls M       stop after M predicate calls (default 20000)
-  --max-seconds T     stop after T seconds (default: no limit)
-  --verbose           one line per accepted reduction step on stderr
-Exit codes: 0 reduced (OUT written), 2 bad input or the original is not interesting, 3 the
-predicate failed to run.
-)";
+constexpr char kFooter[] =
+    R"(Exit codes: 0 reduced (OUT written), 2 bad input or the original is not interesting, 3 the
+predicate failed to run.)";
+
+// The flags as given.
+struct ReduceFlags {
+  std::string path;
+  std::optional<std::string> until, until_cmd, out_path;
+  int64_t partitions = 0, max_calls = 20000;
+  std::string match;
+  bool verbose = false;
+  ReduceFindingFlags finding;  // --trials, --seed, --max-seconds and the partitioner's flags.
+};
+
+void AddReduceFlags(CLI::App& app, ReduceFlags& flags) {
+  app.add_option("FILE|DIR", flags.path, "the module, or a finding folder")->required();
+  AddOptional(app, "--until", flags.until,
+              "interesting = `spmdcheck check` gives that outcome (same: the failure\n"
+              "signature of FILE, its kind and op, e.g. xla.miscompile.pad, as the fuzz\n"
+              "campaign reduces; fails: the oracle found a counterexample (for XLA:\n"
+              "confirmed by XLA); crash: the partitioner errored or produced invalid\n"
+              "HLO; unsupported: the partitioner or oracle cannot judge it)")
+      ->type_name("same|fails|crash|unsupported");
+  AddOptional(app, "--until-cmd", flags.until_cmd,
+              "interesting = `CMD CANDIDATE.hlo` exits 0 (run by the shell, killed\n"
+              "with its process group after --timeout seconds: then not interesting)")
+      ->type_name("CMD");
+  AddOptional(app, "-o", flags.out_path, "where to write the reduced module (FILE: required)")
+      ->type_name("OUT");
+  app.add_option("--num-partitions", flags.partitions,
+                 "partition count of FILE (default: the module's num_partitions)")
+      ->type_name("N")
+      ->transform(DecimalInt64());
+  app.add_option("--trials", flags.finding.trials, "passed to the check behind --until (default 2)")
+      ->type_name("K")
+      ->transform(DecimalInt64());
+  AddOptional(app, "--seed", flags.finding.seed,
+              "passed to the check behind --until (default 1; DIR: the case seed)")
+      ->type_name("S")
+      ->transform(DecimalUint64());
+  app.add_option("--match", flags.match,
+                 "with --until: the outcome's message must also contain TEXT")
+      ->type_name("TEXT");
+  app.add_option("--max-calls", flags.max_calls, "stop after M predicate calls (default 20000)")
+      ->type_name("M")
+      ->transform(DecimalInt64());
+  AddOptional(app, "--max-seconds", flags.finding.max_seconds,
+              "stop after T seconds (default: no limit; DIR: 300)")
+      ->type_name("T")
+      ->transform(DecimalInt64());
+  app.add_flag("--verbose", flags.verbose, "one line per accepted reduction step on stderr");
+  AddPartitionerFlags(app, flags.finding.partitioner);
+}
 
 // `'text'` for the shell.
 std::string ShellQuote(absl::string_view text) {
@@ -118,56 +153,43 @@ class TempFile {
 }  // namespace
 
 int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  std::set<std::string> value_flags = {"--until",          "--until-cmd", "-o",
-                                       "--num-partitions", "--trials",    "--seed",
-                                       "--match",          "--max-calls", "--max-seconds"};
-  value_flags.insert(kPartitionerValueFlags.begin(), kPartitionerValueFlags.end());
-  absl::StatusOr<Args> args = Args::Parse(argv, value_flags, {"--verbose", "--help"});
-  if (!args.ok()) return BadInput(err, "reduce", args.status().message());
-  if (args->Has("--help")) {
-    out << kReduceHelp;
-    return kExitHolds;
+  Command command("reduce", kUsage, kDescription, kFooter);
+  ReduceFlags flags;
+  AddReduceFlags(command.app(), flags);
+  if (std::optional<int> done = command.Parse(argv, out, err)) return *done;
+  if (std::filesystem::is_directory(flags.path)) {
+    return RunReduceFinding(flags.path, flags.finding, out, err);
   }
-  if (args->positional().size() == 1 && std::filesystem::is_directory(args->positional()[0])) {
-    return RunReduceFinding(args->positional()[0], *args, out, err);
+  if (!flags.out_path.has_value()) return command.UsageError(err, "-o OUT is required");
+  if (flags.until.has_value() == flags.until_cmd.has_value()) {
+    return command.UsageError(err, "give one of --until and --until-cmd");
   }
-  if (args->positional().size() != 1 || !args->Has("-o") ||
-      args->Has("--until") == args->Has("--until-cmd")) {
-    err << kReduceHelp;
-    return kExitBadInput;
-  }
-  const std::string until = args->Get("--until").value_or("");
-  if (args->Has("--until") && until != "fails" && until != "crash" && until != "unsupported" &&
+  const std::string until = flags.until.value_or("");
+  if (flags.until.has_value() && until != "fails" && until != "crash" && until != "unsupported" &&
       until != "same") {
     return BadInput(err, "reduce", "--until must be same, fails, crash or unsupported");
   }
-  absl::StatusOr<int64_t> partitions = args->GetInt("--num-partitions", 0);
-  absl::StatusOr<int64_t> trials = args->GetInt("--trials", 2);
-  absl::StatusOr<uint64_t> seed = args->GetUint64("--seed", 1);
-  absl::StatusOr<int64_t> max_calls = args->GetInt("--max-calls", 20000);
-  absl::StatusOr<int64_t> max_seconds = args->GetInt("--max-seconds", 0);
-  for (const auto* value : {&partitions, &trials, &max_calls, &max_seconds}) {
-    if (!value->ok()) return BadInput(err, "reduce", value->status().message());
-  }
-  if (!seed.ok()) return BadInput(err, "reduce", seed.status().message());
-  if (*partitions < 0 || *partitions > 65536 || *trials < 1 || *max_calls < 1 || *max_seconds < 0) {
+  const int64_t partitions = flags.partitions, trials = flags.finding.trials;
+  const uint64_t seed = flags.finding.seed.value_or(1);
+  const int64_t max_calls = flags.max_calls, max_seconds = flags.finding.max_seconds.value_or(0);
+  if (partitions < 0 || partitions > 65536 || trials < 1 || max_calls < 1 || max_seconds < 0) {
     return BadInput(err, "reduce",
                     "--num-partitions must be in [1, 65536], --trials and "
                     "--max-calls >= 1, "
                     "--max-seconds >= 0");
   }
-  absl::StatusOr<PartitionerChoice> choice = PartitionerChoiceFromArgs(*args);
+  absl::StatusOr<PartitionerChoice> choice = ChoosePartitioner(flags.finding.partitioner);
   if (!choice.ok()) return BadInput(err, "reduce", choice.status().message());
-  const std::string& path = args->positional()[0];
-  const std::string out_path = *args->Get("-o");
+  const std::string& path = flags.path;
+  const std::string& out_path = *flags.out_path;
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
   if (!module.ok()) return BadInput(err, "reduce", module.status().message());
-  if (*partitions > 0 && *partitions != (*module)->num_partitions()) {
-    (*module)->set_num_partitions(*partitions);
+  if (partitions > 0 && partitions != (*module)->num_partitions()) {
+    (*module)->set_num_partitions(partitions);
     absl::Status verified = VerifyModule(**module);
     if (!verified.ok()) {
       return BadInput(err, "reduce",
-                      absl::StrCat(path, " does not verify with --num-partitions ", *partitions,
+                      absl::StrCat(path, " does not verify with --num-partitions ", partitions,
                                    ":\n", verified.message()));
     }
   }
@@ -175,20 +197,20 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
   fuzz::InterestingnessFn interesting;
   std::string what;
   TempFile temp;
-  if (args->Has("--until-cmd")) {
+  if (flags.until_cmd.has_value()) {
     if (temp.path().empty()) return BadInput(err, "reduce", "cannot create a temporary file");
-    const std::string command = *args->Get("--until-cmd");
-    what = absl::StrCat("--until-cmd ", command);
+    const std::string& until_cmd = *flags.until_cmd;
+    what = absl::StrCat("--until-cmd ", until_cmd);
     const double timeout = choice->options.command_timeout_seconds;
-    interesting = [command, timeout, &temp](const HloModule& m) -> absl::StatusOr<bool> {
+    interesting = [until_cmd, timeout, &temp](const HloModule& m) -> absl::StatusOr<bool> {
       absl::Status written = WriteFile(temp.path(), PrintModule(m));
       if (!written.ok()) return written;
       target::ProcessOptions process;
       process.timeout_seconds = timeout;
       process.max_output_bytes = 4096;
       absl::StatusOr<target::ProcessResult> run = target::RunProcess(
-          target::ShellCommand(absl::StrCat(command, " ", ShellQuote(temp.path()))), process);
-      if (!run.ok()) return absl::InternalError(absl::StrCat("cannot run: ", command));
+          target::ShellCommand(absl::StrCat(until_cmd, " ", ShellQuote(temp.path()))), process);
+      if (!run.ok()) return absl::InternalError(absl::StrCat("cannot run: ", until_cmd));
       return run->exited() && run->exit_code == 0;
     };
   } else {
@@ -199,12 +221,12 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
     std::shared_ptr<target::PartitionerUnderTest> partitioner = std::move(made->front());
     check::CheckOptions options;
     options.num_partitions = 0;  // Each candidate's own count (the reducer shrinks the mesh).
-    options.trials = *trials;
-    options.seed = static_cast<uint64_t>(*seed);
+    options.trials = trials;
+    options.seed = seed;
     const check::CheckStatus wanted = until == "fails"   ? check::CheckStatus::kFails
                                       : until == "crash" ? check::CheckStatus::kCrash
                                                          : check::CheckStatus::kUnsupported;
-    const std::string match = args->Get("--match").value_or("");
+    const std::string& match = flags.match;
     // --until same: the original's failure signature (kind and op) must stay.
     std::string signature;
     if (until == "same") {
@@ -242,9 +264,9 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
   }
 
   fuzz::ReduceOptions options;
-  options.max_predicate_calls = *max_calls;
-  options.max_seconds = static_cast<double>(*max_seconds);
-  if (args->Has("--verbose")) {
+  options.max_predicate_calls = max_calls;
+  options.max_seconds = static_cast<double>(max_seconds);
+  if (flags.verbose) {
     options.log = [&err](absl::string_view line) { err << "reduce: " << line << "\n"; };
   }
   absl::StatusOr<fuzz::ReduceResult> result = fuzz::ReduceModule(**module, interesting, options);

@@ -33,7 +33,7 @@ std::string FlagIn(const std::string& command, const std::string& flag) {
 
 }  // namespace
 
-int RunReduceFinding(const std::string& dir, const Args& args, std::ostream& out,
+int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, std::ostream& out,
                      std::ostream& err) {
   const std::filesystem::path folder(dir);
   std::ifstream json_file(folder / "finding.json");
@@ -68,22 +68,14 @@ int RunReduceFinding(const std::string& dir, const Args& args, std::ostream& out
   }
 
   // The partitioner the finding names, with its flags, unless the command line says otherwise.
-  std::vector<std::string> choice_argv;
-  for (const std::string& flag : kPartitionerValueFlags) {
-    if (std::optional<std::string> value = args.Get(flag)) {
-      choice_argv.insert(choice_argv.end(), {flag, *value});
-    }
-  }
-  if (!args.Has("--partitioner")) {
-    choice_argv.insert(choice_argv.end(), {"--partitioner", record.partitioner});
-  }
+  PartitionerFlags partitioner_flags = flags.partitioner;
+  if (!partitioner_flags.partitioner.has_value())
+    partitioner_flags.partitioner = record.partitioner;
   const std::string bug = FlagIn(reproduce, "--inject-bug");
-  if (!args.Has("--inject-bug") && !bug.empty()) {
-    choice_argv.insert(choice_argv.end(), {"--inject-bug", bug});
+  if (!partitioner_flags.inject_bug.has_value() && !bug.empty()) {
+    partitioner_flags.inject_bug = bug;
   }
-  absl::StatusOr<Args> partitioner_args = Args::Parse(choice_argv, kPartitionerValueFlags, {});
-  if (!partitioner_args.ok()) return BadInput(err, "reduce", partitioner_args.status().message());
-  absl::StatusOr<PartitionerChoice> choice = PartitionerChoiceFromArgs(*partitioner_args);
+  absl::StatusOr<PartitionerChoice> choice = ChoosePartitioner(partitioner_flags);
   if (!choice.ok()) return BadInput(err, "reduce", choice.status().message());
   absl::StatusOr<std::vector<std::unique_ptr<target::PartitionerUnderTest>>> made =
       target::MakePartitioners(choice->specs, choice->options);
@@ -91,21 +83,21 @@ int RunReduceFinding(const std::string& dir, const Args& args, std::ostream& out
   if (made->size() != 1) return BadInput(err, "reduce", "a finding has one partitioner");
   target::PartitionerUnderTest& partitioner = *made->front();
 
-  absl::StatusOr<int64_t> trials = args.GetInt("--trials", 2);
-  absl::StatusOr<uint64_t> seed = args.GetUint64("--seed", record.case_seed);
-  absl::StatusOr<int64_t> max_seconds = args.GetInt("--max-seconds", 300);
-  if (!trials.ok() || !seed.ok() || !max_seconds.ok() || *trials < 1 || *max_seconds < 0) {
+  const int64_t trials = flags.trials;
+  const uint64_t seed = flags.seed.value_or(record.case_seed);
+  const int64_t max_seconds = flags.max_seconds.value_or(300);
+  if (trials < 1 || max_seconds < 0) {
     return BadInput(err, "reduce", "--trials >= 1, --seed S, --max-seconds >= 0");
   }
-  record.case_seed = *seed;
+  record.case_seed = seed;
   const std::string module_path = (folder / "module.hlo").string();
   absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(module_path, err);
   if (!module.ok()) return BadInput(err, "reduce", module.status().message());
 
   check::CheckOptions check;
   check.num_partitions = 0;
-  check.trials = *trials;
-  check.seed = *seed;
+  check.trials = trials;
+  check.seed = seed;
   fuzz::FindingPredicateOptions predicate;
   predicate.wasteful = fuzz::WastefulKindOf(record.signature);
   predicate.cost_check = LintCostCheck();
@@ -145,7 +137,7 @@ int RunReduceFinding(const std::string& dir, const Args& args, std::ostream& out
     std::filesystem::copy_file(module_path, folder / "module.unreduced.hlo", ec);
   }
   absl::StatusOr<fuzz::ReduceResult> reduced = fuzz::ReduceFinding(
-      **module, interesting, static_cast<double>(*max_seconds), "--max-seconds 0");
+      **module, interesting, static_cast<double>(max_seconds), "--max-seconds 0");
   if (!reduced.ok() && !absl::IsCancelled(reduced.status())) {
     err << "spmdcheck reduce: unknown: the reduction failed: " << reduced.status().message()
         << "\n";

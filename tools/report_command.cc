@@ -19,15 +19,14 @@
 namespace spmdcheck::cli {
 namespace {
 
-constexpr char kReportHelp[] = R"(usage: spmdcheck report DIR [-o FILE]
+constexpr char kUsage[] = "usage: spmdcheck report DIR [-o FILE]\n";
 
-Writes the issue an XLA engineer would want for a finding folder of `spmdcheck fuzz` (DIR holds
+constexpr char kDescription[] =
+    R"(Writes the issue an XLA engineer would want for a finding folder of `spmdcheck fuzz` (DIR holds
 finding.json, module.hlo and, when written, partitioned.hlo and repro.py), as Markdown: a title,
 the jax/jaxlib versions where it reproduces and where it does not, the smallest repro (repro.py,
 public jax API; else the HLO module), expected vs actual, the partitioned HLO around the first
-wrong instruction, the pass that broke it when known, and how it was found. To stdout, or FILE.
-Exit codes: 0 written, 2 bad input (no finding there).
-)";
+wrong instruction, the pass that broke it when known, and how it was found. To stdout, or FILE.)";
 
 std::optional<std::string> ReadText(const std::filesystem::path& path) {
   std::ifstream in(path);
@@ -100,17 +99,14 @@ std::string Title(const nlohmann::json& f) {
 }  // namespace
 
 int RunReport(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args = Args::Parse(argv, {"-o"}, {"--help"});
-  if (!args.ok()) return BadInput(err, "report", args.status().message());
-  if (args->Has("--help")) {
-    out << kReportHelp;
-    return kExitHolds;
-  }
-  if (args->positional().size() != 1) {
-    err << kReportHelp;
-    return kExitBadInput;
-  }
-  const std::filesystem::path dir(args->positional()[0]);
+  Command command("report", kUsage, kDescription,
+                  "Exit codes: 0 written, 2 bad input (no finding there).");
+  std::string dir_text;
+  std::optional<std::string> output;
+  command.app().add_option("DIR", dir_text, "a finding folder of `spmdcheck fuzz`")->required();
+  AddOptional(command.app(), "-o", output, "write the Markdown to FILE")->type_name("FILE");
+  if (std::optional<int> done = command.Parse(argv, out, err)) return *done;
+  const std::filesystem::path dir(dir_text);
   std::optional<std::string> json_text = ReadText(dir / "finding.json");
   if (!json_text.has_value()) {
     return BadInput(err, "report",
@@ -183,7 +179,7 @@ int RunReport(const std::vector<std::string>& argv, std::ostream& out, std::ostr
      << ".  \n"
      << "Check it again: `" << f.value("reproduce", "") << "`\n";
 
-  if (std::optional<std::string> path = args->Get("-o")) {
+  if (const std::optional<std::string>& path = output) {
     std::ofstream file(*path);
     if (!(file << md.str())) return BadInput(err, "report", absl::StrCat("cannot write ", *path));
     out << "wrote " << *path << "\n";

@@ -1,6 +1,9 @@
 // `spmdcheck run FILE [--num-partitions N] [--seed S] [--float] [--max-elements M]`: runs a
 // module on inputs drawn from the seed and prints the result (one line per device when N > 1).
+#include <optional>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "oracle/engine.h"
@@ -12,53 +15,52 @@
 namespace spmdcheck::cli {
 namespace {
 
-constexpr char kRunHelp[] =
-    R"(usage: spmdcheck run FILE [--num-partitions N] [--seed S] [--float] [--max-elements M]
+constexpr char kUsage[] =
+    "usage: spmdcheck run FILE [--num-partitions N] [--seed S] [--float] [--max-elements M]\n";
 
-Runs the module on inputs drawn from the seed and prints the result literal, or one line per
+constexpr char kDescription[] =
+    R"(Runs the module on inputs drawn from the seed and prints the result literal, or one line per
 device (`device 3: s32[1,3] {{4, 5, 6}}`) when the module runs on more than one device. With
 several devices, each parameter is drawn as a global value and every device gets its shard under
-the parameter's sharding= (replicated when it has none).
-  --num-partitions N  partition count (default: the module header's)
-  --seed S            input seed (default 1); the same seed gives the same inputs and output
-  --float             real-valued inputs in [-1, 1] instead of small integers
-  --max-elements M    refuse arrays larger than M elements (default 2^28) with exit code 3
-Exit codes: 0 ran, 2 bad input, 3 unsupported op or limit reached.
-)";
+the parameter's sharding= (replicated when it has none).)";
 
 }  // namespace
 
 int RunRun(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<Args> args =
-      Args::Parse(argv, {"--num-partitions", "--seed", "--max-elements"}, {"--float", "--help"});
-  if (!args.ok()) return BadInput(err, "run", args.status().message());
-  if (args->Has("--help")) {
-    out << kRunHelp;
-    return kExitHolds;
-  }
-  if (args->positional().size() != 1) {
-    err << kRunHelp;
-    return kExitBadInput;
-  }
-  absl::StatusOr<std::unique_ptr<HloModule>> module =
-      LoadVerifiedModule(args->positional()[0], err);
+  Command command("run", kUsage, kDescription,
+                  "Exit codes: 0 ran, 2 bad input, 3 unsupported op or limit reached.");
+  CLI::App& app = command.app();
+  std::string path;
+  app.add_option("FILE", path, "the module")->required();
+  std::optional<int64_t> partitions_flag;
+  uint64_t seed = 1;
+  bool float_inputs = false;
+  int64_t max_elements = int64_t{1} << 28;
+  AddOptional(app, "--num-partitions", partitions_flag,
+              "partition count (default: the module header's)")
+      ->type_name("N")
+      ->transform(DecimalInt64());
+  app.add_option("--seed", seed,
+                 "input seed (default 1); the same seed gives the same inputs and output")
+      ->type_name("S")
+      ->transform(DecimalUint64());
+  app.add_flag("--float", float_inputs, "real-valued inputs in [-1, 1] instead of small integers");
+  app.add_option("--max-elements", max_elements,
+                 "refuse arrays larger than M elements (default 2^28) with exit code 3")
+      ->type_name("M")
+      ->transform(DecimalInt64());
+  if (std::optional<int> done = command.Parse(argv, out, err)) return *done;
+  absl::StatusOr<std::unique_ptr<HloModule>> module = LoadVerifiedModule(path, err);
   if (!module.ok()) return BadInput(err, "run", module.status().message());
-  absl::StatusOr<int64_t> partitions =
-      args->GetInt("--num-partitions", (*module)->num_partitions());
-  absl::StatusOr<uint64_t> seed = args->GetUint64("--seed", 1);
-  absl::StatusOr<int64_t> max_elements = args->GetInt("--max-elements", int64_t{1} << 28);
-  for (const auto* value : {&partitions, &max_elements}) {
-    if (!value->ok()) return BadInput(err, "run", value->status().message());
-  }
-  if (!seed.ok()) return BadInput(err, "run", seed.status().message());
-  if (*partitions < 1 || *partitions > 65536) {
+  const int64_t partitions = partitions_flag.value_or((*module)->num_partitions());
+  if (partitions < 1 || partitions > 65536) {
     return BadInput(err, "run", "--num-partitions must be in [1, 65536]");
   }
   oracle::EngineOptions options;
-  options.num_partitions = *partitions;
+  options.num_partitions = partitions;
   options.replica_count = (*module)->replica_count();
-  options.seed = static_cast<uint64_t>(*seed);
-  options.max_elements_per_array = *max_elements;
+  options.seed = seed;
+  options.max_elements_per_array = max_elements;
   oracle::Engine engine(**module, options);
   absl::Status runnable = engine.CheckRunnable();
   if (!runnable.ok()) {
@@ -66,9 +68,9 @@ int RunRun(const std::vector<std::string>& argv, std::ostream& out, std::ostream
     return kExitUnknown;
   }
   const int64_t n = engine.num_devices();
-  std::mt19937_64 rng(oracle::TrialSeed(static_cast<uint64_t>(*seed), 0));
+  std::mt19937_64 rng(oracle::TrialSeed(seed, 0));
   const oracle::InputStyle style =
-      args->Has("--float") ? oracle::InputStyle::kReals : oracle::InputStyle::kSmallIntegers;
+      float_inputs ? oracle::InputStyle::kReals : oracle::InputStyle::kSmallIntegers;
   const std::vector<oracle::ParameterProfile> profiles = oracle::ProfileParameters(**module);
   std::vector<std::vector<Literal>> inputs(n);
   const std::vector<HloInstruction*> params = (*module)->entry()->parameters();
@@ -89,7 +91,7 @@ int RunRun(const std::vector<std::string>& argv, std::ostream& out, std::ostream
         inputs[d].push_back(global);
         continue;
       }
-      absl::StatusOr<Literal> shard = oracle::ShardOf(global, sharding, d % *partitions);
+      absl::StatusOr<Literal> shard = oracle::ShardOf(global, sharding, d % partitions);
       if (!shard.ok()) {
         err << "spmdcheck run: unknown: parameter " << i << ": " << shard.status().message()
             << "\n";
@@ -107,7 +109,7 @@ int RunRun(const std::vector<std::string>& argv, std::ostream& out, std::ostream
     }
     return BadInput(err, "run", status.message());
   }
-  out << "seed " << *seed << "\n";
+  out << "seed " << seed << "\n";
   if (n == 1) {
     out << (*results)[0].ToString() << "\n";
   } else {

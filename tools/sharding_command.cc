@@ -3,6 +3,7 @@
 // and the replica groups of the devices that differ only along some tile dims.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,7 +11,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -60,29 +60,28 @@ Exit code: 0 on success, 1 when to-spec/to-sdy finds no such form (the reason is
 2 on bad input (malformed sharding, mismatch, unknown verb or flag).
 )help";
 
-constexpr char kExpandHelp[] = R"(usage: spmdcheck sharding expand SHARDING [--num-partitions N]
+// The usage and the description of each verb (their flags are described where they are added).
+struct VerbHelp {
+  const char* verb;
+  const char* usage;
+  const char* description;
+};
 
-Prints SHARDING with every tile assignment written as an explicit row-major device list (the
+constexpr VerbHelp kVerbHelp[] = {
+    {"expand", "usage: spmdcheck sharding expand SHARDING [--num-partitions N]\n",
+     R"help(Prints SHARDING with every tile assignment written as an explicit row-major device list (the
 V1 form), e.g. '{devices=[2,2]<=[2,2]T(1,0)}' prints {devices=[2,2]0,2,1,3}.
 Normalisation is applied as XLA's parser does (sorted replication groups, merged subgroup dims,
-degenerate cases collapsed to {replicated} / {manual}).
-  --num-partitions N  also check that the sharding fits N partitions (each tile assignment holds
-                      exactly the devices 0..N-1 once; a maximal device is below N)
-)";
-
-constexpr char kCanonHelp[] = R"(usage: spmdcheck sharding canon SHARDING [--num-partitions N]
-
-Prints SHARDING in canonical form: every tile assignment whose device array is an iota is
+degenerate cases collapsed to {replicated} / {manual}).)help"},
+    {"canon", "usage: spmdcheck sharding canon SHARDING [--num-partitions N]\n",
+     R"help(Prints SHARDING in canonical form: every tile assignment whose device array is an iota is
 written in XLA's iota form `[dims]<=[reshape]T(perm)` with the reshape canonicalised (size-1
 dims dropped, consecutive transpose runs merged); other assignments stay explicit lists.
-E.g. '{devices=[2,2]0,2,1,3}' prints {devices=[2,2]<=[2,2]T(1,0)}.
-  --num-partitions N  also check that the sharding fits N partitions
-)";
-
-constexpr char kShowHelp[] =
-    R"(usage: spmdcheck sharding show SHARDING --shape SHAPE [--num-partitions N]
-
-Checks SHARDING against SHAPE (e.g. f32[16,8]) and prints, for every device 0..N-1, the index
+E.g. '{devices=[2,2]0,2,1,3}' prints {devices=[2,2]<=[2,2]T(1,0)}.)help"},
+    {"show",
+     "usage: spmdcheck sharding show SHARDING --shape SHAPE [--num-partitions N] [--svg FILE]\n"
+     "                               [--html FILE] [--mesh MESH]\n",
+     R"help(Checks SHARDING against SHAPE (e.g. f32[16,8]) and prints, for every device 0..N-1, the index
 range start:limit it holds in each dim, e.g. `device 3: [8:16, 4:8]`. N is --num-partitions, or
 else the number of devices of the tile assignment.
   * uneven shards: every device's buffer has ceil(dim/tiles) elements; the missing ones are
@@ -93,88 +92,136 @@ else the number of devices of the tile assignment.
   * for arrays of rank <= 2 a grid follows showing which device(s) hold each tile
   * {replicated}: every device holds everything; {maximal device=D}: only D holds the array;
     {manual}: the value is already per-device, there is no global index mapping
-A tuple SHAPE is shown leaf by leaf (a non-tuple sharding applies to every leaf).
-  --shape SHAPE       the array (or tuple) shape, required
-  --num-partitions N  number of partitions; the sharding must use exactly devices 0..N-1
-  --svg FILE          also draw it: the tiles coloured by device with every replica listed
-                      (panels for rank > 2 and for manual groups), and the device mesh
-  --html FILE         the same picture in a self-contained page with a device table (hover a
-                      tile or a device to see where it lives)
-  --mesh MESH         the mesh to draw (data=2,model=4 or Shardy's <[...]>); default: a mesh
-                      made from the sharding's device-id digits
-)";
-
-constexpr char kGroupsHelp[] =
-    R"(usage: spmdcheck sharding groups SHARDING --dims D,D,... [--explicit]
-
-Prints the groups of devices whose tile indices differ only along the listed tile-assignment
+A tuple SHAPE is shown leaf by leaf (a non-tuple sharding applies to every leaf).)help"},
+    {"groups", "usage: spmdcheck sharding groups SHARDING --dims D,D,... [--explicit]\n",
+     R"help(Prints the groups of devices whose tile indices differ only along the listed tile-assignment
 dims (0-based; trailing replication/subgroup dims count too) — the replica groups an
 all-gather or all-reduce over those dims uses (XLA's GetPartitionGroupsForReplication).
 Within a group devices are in row-major order of the listed dims; groups are ordered row-major
 over the other dims. Printed in iota form (e.g. [4,2]<=[8]) when the groups are one, else as
-an explicit list.
-  --dims D,D,...  tile dims to group along, required
-  --explicit      always print the explicit list {{0,1},{2,3}}
-)";
-
-constexpr char kMeshHelp[] =
-    R"help(MESH is `data=2,model=4` (axis sizes, major first; device order 0..N-1), optionally with the
-device order: `data=2,model=4 devices=[2,4]<=[4,2]T(1,0)` or `devices=[2,4]0,2,4,6,1,3,5,7`; or
-Shardy's `<["data"=2, "model"=4], device_ids=[...]>` (also `sdy.mesh @mesh = <...>`).
-)help";
-
-constexpr char kFromSpecHelp[] =
-    R"help(usage: spmdcheck sharding from-spec SPEC --mesh MESH [--shape SHAPE]
-
-Prints the HloSharding that JAX's NamedSharding(mesh, SPEC) lowers to, e.g.
+an explicit list.)help"},
+    {"from-spec", "usage: spmdcheck sharding from-spec SPEC --mesh MESH [--shape SHAPE]\n",
+     R"help(Prints the HloSharding that JAX's NamedSharding(mesh, SPEC) lowers to, e.g.
   spmdcheck sharding from-spec "P('data', None)" --mesh data=2,model=4 --shape f32[8,16]
 prints {devices=[2,1,4]<=[8] last_tile_dim_replicate}. SPEC is P(...) or PartitionSpec(...)
 with entries None, 'axis', ('axis', 'axis') (one dim split by several axes, major first) and
 P.UNCONSTRAINED, and optionally unreduced={'axis'}. Mesh axes SPEC does not name replicate the
-array. A SPEC shorter than the shape's rank leaves the trailing dims whole.
-  --mesh MESH    required (see below)
-  --shape SHAPE  the array (rank and validation); default: rank = SPEC's length
-)help";
-
-constexpr char kToSpecHelp[] =
-    R"help(usage: spmdcheck sharding to-spec SHARDING --mesh MESH [--shape SHAPE]
-
-Prints the PartitionSpec over MESH that places every tile where SHARDING does, e.g.
+array. A SPEC shorter than the shape's rank leaves the trailing dims whole.)help"},
+    {"to-spec", "usage: spmdcheck sharding to-spec SHARDING --mesh MESH [--shape SHAPE]\n",
+     R"help(Prints the PartitionSpec over MESH that places every tile where SHARDING does, e.g.
 '{devices=[2,1,4]<=[8] last_tile_dim_replicate}' over data=2,model=4 prints P('data', None).
 When there is none it says why and exits 1: a device order that is no view of the mesh (an
 explicit device list no assignment of the mesh axes gives), a tile dim that splits a mesh axis
-(Shardy's sub-axes can say that: to-sdy), manual shardings (shard_map), maximal shardings.
-  --mesh MESH    required (see below)
-  --shape SHAPE  the array (rank and validation); default: the sharding's tiled rank
-)help";
-
-constexpr char kFromSdyHelp[] =
-    R"help(usage: spmdcheck sharding from-sdy SDY [--mesh MESH] [--shape SHAPE] [--manual-axes A,B]
-
-Prints the HloSharding of a Shardy sharding, as XLA's Shardy export writes it, e.g.
+(Shardy's sub-axes can say that: to-sdy), manual shardings (shard_map), maximal shardings.)help"},
+    {"from-sdy",
+     "usage: spmdcheck sharding from-sdy SDY [--mesh MESH] [--shape SHAPE] [--manual-axes A,B]\n",
+     R"help(Prints the HloSharding of a Shardy sharding, as XLA's Shardy export writes it, e.g.
   spmdcheck sharding from-sdy '#sdy.sharding<@mesh, [{"data"}, {}]>' --mesh '<["data"=2, "model"=4]>'
 SDY is `#sdy.sharding<@mesh, [{"a"}, {"b":(2)2, ?}], replicated={"c"}>` or its bare `<...>`
 form (escaped quotes \" as in HLO dumps are accepted); --mesh gives the referenced mesh unless
 the sharding has an inline `mesh<[...]>`. Open dims (?), priorities (p1) and replicated={...}
-do not change where tiles live; unreduced={...} becomes an unreduced subgroup.
-  --mesh MESH         the mesh @name refers to (see below)
-  --shape SHAPE       validate against an array
-  --manual-axes A,B   the sharding is inside a manual computation over these axes (manual
-                      subgroup, as inside shard_map)
-)help";
-
-constexpr char kToSdyHelp[] =
-    R"help(usage: spmdcheck sharding to-sdy SHARDING [--mesh MESH] [--shape SHAPE]
-
-Prints SHARDING as a Shardy sharding over MESH: a line `sdy.mesh @mesh = <[...]>` and the
+do not change where tiles live; unreduced={...} becomes an unreduced subgroup.)help"},
+    {"to-sdy", "usage: spmdcheck sharding to-sdy SHARDING [--mesh MESH] [--shape SHAPE]\n",
+     R"help(Prints SHARDING as a Shardy sharding over MESH: a line `sdy.mesh @mesh = <[...]>` and the
 `#sdy.sharding<@mesh, [...]>`. Without --mesh the mesh is made from the sharding: its device-id
 digits as axes x0, x1, ... (major first) when the device array is a transposed iota, else one
 axis per tile dim with `device_ids` in the sharding's order. Tile dims that split a mesh axis use
 sub-axes ("x":(1)2). Exits 1 with the reason when SHARDING has no Shardy form over MESH (manual
-shardings are an sdy.manual_computation's manual_axes, not a tensor sharding).
-  --mesh MESH    the mesh (see below)
-  --shape SHAPE  the array (rank and validation)
-)help";
+shardings are an sdy.manual_computation's manual_axes, not a tensor sharding).)help"},
+};
+
+constexpr char kMeshHelp[] =
+    R"help(MESH is `data=2,model=4` (axis sizes, major first; device order 0..N-1), optionally with the
+device order: `data=2,model=4 devices=[2,4]<=[4,2]T(1,0)` or `devices=[2,4]0,2,4,6,1,3,5,7`; or
+Shardy's `<["data"=2, "model"=4], device_ids=[...]>` (also `sdy.mesh @mesh = <...>`).)help";
+
+constexpr char kVerbFooter[] =
+    R"(Exit code: 0 on success, 1 when to-spec/to-sdy finds no such form (the reason is printed),
+2 on bad input.)";
+
+// A verb's arguments, as given.
+struct VerbArgs {
+  std::vector<std::string> positional;  // SHARDING (SPEC, SDY): one, quoted for the shell.
+  std::optional<int64_t> num_partitions;
+  std::optional<std::string> shape, svg, html, mesh;
+  std::vector<int64_t> dims;
+  bool explicit_list = false;
+  std::vector<std::string> manual_axes;
+};
+
+// The verb's command line; nullptr for an unknown verb.
+std::unique_ptr<Command> VerbCommand(const std::string& verb, VerbArgs& args) {
+  const VerbHelp* help = nullptr;
+  for (const VerbHelp& h : kVerbHelp) {
+    if (verb == h.verb) help = &h;
+  }
+  if (help == nullptr) return nullptr;
+  const bool notation = absl::StrContains(verb, "-spec") || absl::StrContains(verb, "-sdy");
+  auto command = std::make_unique<Command>(
+      absl::StrCat(kCommand, " ", verb), help->usage, help->description,
+      notation ? absl::StrCat(kMeshHelp, "\n", kVerbFooter) : std::string(kVerbFooter));
+  CLI::App& app = command->app();
+  const std::string what = verb == "from-spec" ? "SPEC" : verb == "from-sdy" ? "SDY" : "SHARDING";
+  app.add_option(what, args.positional,
+                 verb == "from-spec"  ? "JAX's PartitionSpec, e.g. \"P('data', None)\""
+                 : verb == "from-sdy" ? "Shardy's sharding, e.g. '#sdy.sharding<@mesh, [{\"a\"}]>'"
+                                      : "the sharding as in HLO text (quote it for the shell)")
+      ->required();
+  if (verb == "expand" || verb == "canon" || verb == "show") {
+    AddOptional(app, "--num-partitions", args.num_partitions,
+                verb == "show" ? "number of partitions; the sharding must use exactly devices "
+                                 "0..N-1"
+                               : "also check that the sharding fits N partitions (each tile\n"
+                                 "assignment holds exactly the devices 0..N-1 once; a maximal\n"
+                                 "device is below N)")
+        ->type_name("N")
+        ->transform(DecimalInt64());
+  }
+  if (verb == "show") {
+    AddOptional(app, "--shape", args.shape, "the array (or tuple) shape, required")
+        ->type_name("SHAPE");
+    AddOptional(app, "--svg", args.svg,
+                "also draw it: the tiles coloured by device with every replica listed\n"
+                "(panels for rank > 2 and for manual groups), and the device mesh")
+        ->type_name("FILE");
+    AddOptional(app, "--html", args.html,
+                "the same picture in a self-contained page with a device table (hover a\n"
+                "tile or a device to see where it lives)")
+        ->type_name("FILE");
+    AddOptional(app, "--mesh", args.mesh,
+                "the mesh to draw (data=2,model=4 or Shardy's <[...]>); default: a mesh\n"
+                "made from the sharding's device-id digits")
+        ->type_name("MESH");
+  } else if (verb == "groups") {
+    app.add_option("--dims", args.dims, "tile dims to group along, required")
+        ->type_name("D,D,...")
+        ->delimiter(',')
+        ->transform(DecimalInt64());
+    app.add_flag("--explicit", args.explicit_list, "always print the explicit list {{0,1},{2,3}}");
+  } else if (notation) {
+    const bool needs_mesh = verb == "from-spec" || verb == "to-spec";
+    AddOptional(app, "--mesh", args.mesh,
+                needs_mesh           ? "required (see below)"
+                : verb == "from-sdy" ? "the mesh @name refers to (see below)"
+                                     : "the mesh (see below)")
+        ->type_name("MESH");
+    AddOptional(app, "--shape", args.shape,
+                verb == "from-spec" ? "the array (rank and validation); default: rank = SPEC's "
+                                      "length"
+                : verb == "to-spec" ? "the array (rank and validation); default: the sharding's\n"
+                                      "tiled rank"
+                                    : "the array (rank and validation)")
+        ->type_name("SHAPE");
+    if (verb == "from-sdy") {
+      app.add_option("--manual-axes", args.manual_axes,
+                     "the sharding is inside a manual computation over these axes (manual\n"
+                     "subgroup, as inside shard_map)")
+          ->type_name("A,B")
+          ->delimiter(',');
+    }
+  }
+  return command;
+}
 
 absl::Status Invalid(absl::string_view message) { return absl::InvalidArgumentError(message); }
 
@@ -201,16 +248,15 @@ absl::StatusOr<HloSharding> ParseShardingArg(const std::vector<std::string>& pos
 }
 
 // Checks the sharding against --num-partitions when given; returns N (0 when absent).
-absl::StatusOr<int64_t> CheckPartitions(const Args& args, const HloSharding& sharding,
+absl::StatusOr<int64_t> CheckPartitions(const VerbArgs& args, const HloSharding& sharding,
                                         const Shape& shape) {
-  absl::StatusOr<int64_t> n = args.GetInt("--num-partitions", 0);
-  if (!n.ok()) return n.status();
-  if (args.Has("--num-partitions") && *n <= 0) {
-    return Invalid(absl::StrCat("--num-partitions must be positive, not ", *n));
+  const int64_t n = args.num_partitions.value_or(0);
+  if (args.num_partitions.has_value() && n <= 0) {
+    return Invalid(absl::StrCat("--num-partitions must be positive, not ", n));
   }
-  absl::Status valid = sharding.Validate(shape, *n);
+  absl::Status valid = sharding.Validate(shape, n);
   if (!valid.ok()) return valid;
-  return *n;
+  return n;
 }
 
 // ------------------------------------------------------------------------ show
@@ -387,12 +433,12 @@ void ShowLeaf(const HloSharding& sharding, const Shape& shape, int64_t n, std::o
   if (shape.rank() <= 2) PrintGrid(sharding, shape, out);
 }
 
-absl::StatusOr<Mesh> MeshArg(const Args& args, bool required);
+absl::StatusOr<Mesh> MeshArg(const VerbArgs& args, bool required);
 
-int RunShow(const Args& args, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<HloSharding> sharding = ParseShardingArg(args.positional());
+int RunShow(const VerbArgs& args, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<HloSharding> sharding = ParseShardingArg(args.positional);
   if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
-  std::optional<std::string> shape_text = args.Get("--shape");
+  const std::optional<std::string>& shape_text = args.shape;
   if (!shape_text.has_value()) {
     return BadInput(err, kCommand, "show needs --shape SHAPE (e.g. --shape f32[16,8])");
   }
@@ -400,21 +446,21 @@ int RunShow(const Args& args, std::ostream& out, std::ostream& err) {
   if (!shape.ok()) return BadInput(err, kCommand, shape.status().message());
   absl::StatusOr<int64_t> n = CheckPartitions(args, *sharding, *shape);
   if (!n.ok()) return BadInput(err, kCommand, n.status().message());
-  if (args.Has("--svg") || args.Has("--html")) {
+  if (args.svg.has_value() || args.html.has_value()) {
     viz::ShardingPictureOptions options;
     options.num_devices = *n;
-    if (args.Has("--mesh")) {
+    if (args.mesh.has_value()) {
       absl::StatusOr<Mesh> mesh = MeshArg(args, true);
       if (!mesh.ok()) return BadInput(err, kCommand, mesh.status().message());
       options.mesh = *std::move(mesh);
     }
-    for (const char* flag : {"--svg", "--html"}) {
-      if (!args.Has(flag)) continue;
-      absl::StatusOr<std::string> picture = std::string(flag) == "--svg"
+    for (const std::optional<std::string>* file : {&args.svg, &args.html}) {
+      if (!file->has_value()) continue;
+      absl::StatusOr<std::string> picture = file == &args.svg
                                                 ? viz::ShardingSvg(*sharding, *shape, options)
                                                 : viz::ShardingHtml(*sharding, *shape, options);
       if (!picture.ok()) return BadInput(err, kCommand, picture.status().message());
-      absl::Status written = viz::WriteTextFile(*args.Get(flag), *picture);
+      absl::Status written = viz::WriteTextFile(**file, *picture);
       if (!written.ok()) return BadInput(err, kCommand, written.message());
     }
   }
@@ -445,33 +491,26 @@ int RunShow(const Args& args, std::ostream& out, std::ostream& err) {
 
 // ---------------------------------------------------------------------- groups
 
-absl::StatusOr<std::vector<int64_t>> ParseDims(absl::string_view text, int64_t tile_rank) {
-  std::vector<int64_t> dims;
-  for (absl::string_view part : absl::StrSplit(text, ',')) {
-    int64_t d = 0;
-    if (!absl::SimpleAtoi(part, &d)) {
-      return Invalid(
-          absl::StrCat("--dims expects a comma-separated list of tile dims, not '", text, "'"));
-    }
+absl::Status CheckDims(const std::vector<int64_t>& dims, int64_t tile_rank) {
+  for (size_t i = 0; i < dims.size(); ++i) {
+    const int64_t d = dims[i];
     if (d < 0 || d >= tile_rank) {
       return Invalid(absl::StrCat("--dims: tile dim ", d,
                                   " is out of range; the tile "
                                   "assignment has ",
                                   tile_rank, " dims (0..", tile_rank - 1, ")"));
     }
-    if (std::find(dims.begin(), dims.end(), d) != dims.end()) {
+    if (std::find(dims.begin(), dims.begin() + i, d) != dims.begin() + i) {
       return Invalid(absl::StrCat("--dims lists tile dim ", d, " twice"));
     }
-    dims.push_back(d);
   }
-  return dims;
+  return absl::OkStatus();
 }
 
-int RunGroups(const Args& args, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<HloSharding> sharding = ParseShardingArg(args.positional());
+int RunGroups(const VerbArgs& args, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<HloSharding> sharding = ParseShardingArg(args.positional);
   if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
-  std::optional<std::string> dims_text = args.Get("--dims");
-  if (!dims_text.has_value()) {
+  if (args.dims.empty()) {
     return BadInput(err, kCommand, "groups needs --dims D,D,... (tile dims to group along)");
   }
   if (!sharding->IsTiled()) {
@@ -479,28 +518,26 @@ int RunGroups(const Args& args, std::ostream& out, std::ostream& err) {
                     absl::StrCat("groups needs a tiled sharding (devices=...), not ",
                                  sharding->ToString(false)));
   }
-  absl::StatusOr<std::vector<int64_t>> dims =
-      ParseDims(*dims_text, sharding->tile_assignment().num_dimensions());
-  if (!dims.ok()) return BadInput(err, kCommand, dims.status().message());
-  ReplicaGroups groups(sharding->GroupsAlongDims(*dims));
-  out << (args.Has("--explicit") ? groups.ToString() : groups.Canonical().ToString()) << "\n";
+  absl::Status dims = CheckDims(args.dims, sharding->tile_assignment().num_dimensions());
+  if (!dims.ok()) return BadInput(err, kCommand, dims.message());
+  ReplicaGroups groups(sharding->GroupsAlongDims(args.dims));
+  out << (args.explicit_list ? groups.ToString() : groups.Canonical().ToString()) << "\n";
   return kExitHolds;
 }
 
 // ------------------------------------------------------------- notations (spec, sdy)
 
 // --shape when given, and its rank (-1 when absent).
-absl::StatusOr<std::optional<Shape>> OptionalShape(const Args& args) {
-  std::optional<std::string> text = args.Get("--shape");
-  if (!text.has_value()) return std::optional<Shape>();
-  absl::StatusOr<Shape> shape = ParseShape(*text);
+absl::StatusOr<std::optional<Shape>> OptionalShape(const VerbArgs& args) {
+  if (!args.shape.has_value()) return std::optional<Shape>();
+  absl::StatusOr<Shape> shape = ParseShape(*args.shape);
   if (!shape.ok()) return shape.status();
   if (!shape->IsArray()) return Invalid("--shape must be an array shape, not a tuple");
   return std::optional<Shape>(*std::move(shape));
 }
 
-absl::StatusOr<Mesh> MeshArg(const Args& args, bool required) {
-  std::optional<std::string> text = args.Get("--mesh");
+absl::StatusOr<Mesh> MeshArg(const VerbArgs& args, bool required) {
+  const std::optional<std::string>& text = args.mesh;
   if (!text.has_value()) {
     if (required) return Invalid("needs --mesh MESH (e.g. --mesh data=2,model=4)");
     return absl::NotFoundError("no --mesh");
@@ -510,17 +547,17 @@ absl::StatusOr<Mesh> MeshArg(const Args& args, bool required) {
   return mesh;
 }
 
-std::string OneArg(const Args& args) { return args.positional()[0]; }
+std::string OneArg(const VerbArgs& args) { return args.positional[0]; }
 
-absl::Status CheckOneArg(const Args& args, absl::string_view what) {
-  if (args.positional().size() != 1) {
-    return Invalid(absl::StrCat("expected one ", what, " argument, got ", args.positional().size(),
+absl::Status CheckOneArg(const VerbArgs& args, absl::string_view what) {
+  if (args.positional.size() != 1) {
+    return Invalid(absl::StrCat("expected one ", what, " argument, got ", args.positional.size(),
                                 " (quote it for the shell)"));
   }
   return absl::OkStatus();
 }
 
-int RunFromSpec(const Args& args, std::ostream& out, std::ostream& err) {
+int RunFromSpec(const VerbArgs& args, std::ostream& out, std::ostream& err) {
   if (absl::Status s = CheckOneArg(args, "SPEC"); !s.ok())
     return BadInput(err, kCommand, s.message());
   absl::StatusOr<PartitionSpec> spec = ParsePartitionSpec(OneArg(args));
@@ -550,7 +587,7 @@ int RunFromSpec(const Args& args, std::ostream& out, std::ostream& err) {
   return kExitHolds;
 }
 
-int RunToSpec(const Args& args, std::ostream& out, std::ostream& err) {
+int RunToSpec(const VerbArgs& args, std::ostream& out, std::ostream& err) {
   if (absl::Status s = CheckOneArg(args, "SHARDING"); !s.ok()) {
     return BadInput(err, kCommand, s.message());
   }
@@ -575,24 +612,22 @@ int RunToSpec(const Args& args, std::ostream& out, std::ostream& err) {
   return kExitHolds;
 }
 
-absl::StatusOr<std::vector<std::string>> AxisNames(const Args& args) {
+std::vector<std::string> AxisNames(const VerbArgs& args) {
   std::vector<std::string> names;
-  std::optional<std::string> text = args.Get("--manual-axes");
-  if (!text.has_value()) return names;
-  for (absl::string_view part : absl::StrSplit(*text, ',', absl::SkipEmpty())) {
-    names.push_back(std::string(absl::StripAsciiWhitespace(part)));
+  for (const std::string& name : args.manual_axes) {
+    if (!name.empty()) names.emplace_back(absl::StripAsciiWhitespace(name));
   }
   return names;
 }
 
-int RunFromSdy(const Args& args, std::ostream& out, std::ostream& err) {
+int RunFromSdy(const VerbArgs& args, std::ostream& out, std::ostream& err) {
   if (absl::Status s = CheckOneArg(args, "SDY"); !s.ok())
     return BadInput(err, kCommand, s.message());
   absl::StatusOr<SdySharding> sdy = ParseSdySharding(OneArg(args));
   if (!sdy.ok()) return BadInput(err, kCommand, sdy.status().message());
   SdyMesh mesh;
-  if (args.Has("--mesh")) {
-    const std::string text = *args.Get("--mesh");
+  if (args.mesh.has_value()) {
+    const std::string text = *args.mesh;
     absl::StatusOr<SdyMesh> parsed = ParseSdyMesh(text);
     if (!parsed.ok()) {
       absl::StatusOr<Mesh> plain = MeshArg(args, true);
@@ -606,9 +641,7 @@ int RunFromSdy(const Args& args, std::ostream& out, std::ostream& err) {
                                  ": give that mesh with --mesh (e.g. --mesh '<[\"data\"=2, "
                                  "\"model\"=4]>' or --mesh data=2,model=4)"));
   }
-  absl::StatusOr<std::vector<std::string>> manual = AxisNames(args);
-  if (!manual.ok()) return BadInput(err, kCommand, manual.status().message());
-  absl::StatusOr<HloSharding> sharding = SdyToHloSharding(*sdy, mesh, *manual);
+  absl::StatusOr<HloSharding> sharding = SdyToHloSharding(*sdy, mesh, AxisNames(args));
   if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
   absl::StatusOr<std::optional<Shape>> shape = OptionalShape(args);
   if (!shape.ok()) return BadInput(err, kCommand, shape.status().message());
@@ -629,7 +662,7 @@ int RunFromSdy(const Args& args, std::ostream& out, std::ostream& err) {
   return kExitHolds;
 }
 
-int RunToSdy(const Args& args, std::ostream& out, std::ostream& err) {
+int RunToSdy(const VerbArgs& args, std::ostream& out, std::ostream& err) {
   if (absl::Status s = CheckOneArg(args, "SHARDING"); !s.ok()) {
     return BadInput(err, kCommand, s.message());
   }
@@ -647,8 +680,8 @@ int RunToSdy(const Args& args, std::ostream& out, std::ostream& err) {
                                              : 0;
   SdyMesh mesh;
   std::string mesh_name = "mesh";
-  if (args.Has("--mesh")) {
-    absl::StatusOr<SdyMesh> parsed = ParseSdyMesh(*args.Get("--mesh"), &mesh_name);
+  if (args.mesh.has_value()) {
+    absl::StatusOr<SdyMesh> parsed = ParseSdyMesh(*args.mesh, &mesh_name);
     if (!parsed.ok()) {
       absl::StatusOr<Mesh> plain = MeshArg(args, true);
       if (!plain.ok()) return BadInput(err, kCommand, plain.status().message());
@@ -681,29 +714,9 @@ int RunSharding(const std::vector<std::string>& argv, std::ostream& out, std::os
     out << kShardingHelp;
     return kExitHolds;
   }
-  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
-  const char* help = nullptr;
-  std::set<std::string> value_flags = {"--num-partitions"};
-  std::set<std::string> bool_flags = {"--help"};
-  if (verb == "expand") {
-    help = kExpandHelp;
-  } else if (verb == "canon") {
-    help = kCanonHelp;
-  } else if (verb == "show") {
-    help = kShowHelp;
-    value_flags.insert({"--shape", "--svg", "--html", "--mesh"});
-  } else if (verb == "groups") {
-    help = kGroupsHelp;
-    value_flags = {"--dims"};
-    bool_flags.insert("--explicit");
-  } else if (verb == "from-spec" || verb == "to-spec" || verb == "from-sdy" || verb == "to-sdy") {
-    help = verb == "from-spec"  ? kFromSpecHelp
-           : verb == "to-spec"  ? kToSpecHelp
-           : verb == "from-sdy" ? kFromSdyHelp
-                                : kToSdyHelp;
-    value_flags = {"--mesh", "--shape"};
-    if (verb == "from-sdy") value_flags.insert("--manual-axes");
-  } else {
+  VerbArgs args;
+  std::unique_ptr<Command> command = VerbCommand(verb, args);
+  if (command == nullptr) {
     BadInput(err, kCommand,
              absl::StrCat("unknown verb '", verb,
                           "' (expected expand, canon, show, groups, from-spec, to-spec, "
@@ -711,33 +724,17 @@ int RunSharding(const std::vector<std::string>& argv, std::ostream& out, std::os
     err << kShardingHelp;
     return kExitBadInput;
   }
-  absl::StatusOr<Args> args = Args::Parse(rest, value_flags, bool_flags);
-  if (!args.ok()) return BadInput(err, kCommand, absl::StrCat(verb, ": ", args.status().message()));
-  const bool notation = absl::StrContains(verb, "-spec") || absl::StrContains(verb, "-sdy");
-  if (args->Has("--help")) {
-    out << help;
-    if (notation) out << "\n" << kMeshHelp;
-    return kExitHolds;
-  }
-  if (args->positional().empty()) {
-    BadInput(err, kCommand,
-             absl::StrCat(verb, ": missing the ",
-                          verb == "from-spec"  ? "SPEC"
-                          : verb == "from-sdy" ? "SDY"
-                                               : "SHARDING",
-                          " argument"));
-    err << help;
-    return kExitBadInput;
-  }
-  if (verb == "from-spec") return RunFromSpec(*args, out, err);
-  if (verb == "to-spec") return RunToSpec(*args, out, err);
-  if (verb == "from-sdy") return RunFromSdy(*args, out, err);
-  if (verb == "to-sdy") return RunToSdy(*args, out, err);
-  if (verb == "show") return RunShow(*args, out, err);
-  if (verb == "groups") return RunGroups(*args, out, err);
-  absl::StatusOr<HloSharding> sharding = ParseShardingArg(args->positional());
+  const std::vector<std::string> rest(argv.begin() + 1, argv.end());
+  if (std::optional<int> done = command->Parse(rest, out, err)) return *done;
+  if (verb == "from-spec") return RunFromSpec(args, out, err);
+  if (verb == "to-spec") return RunToSpec(args, out, err);
+  if (verb == "from-sdy") return RunFromSdy(args, out, err);
+  if (verb == "to-sdy") return RunToSdy(args, out, err);
+  if (verb == "show") return RunShow(args, out, err);
+  if (verb == "groups") return RunGroups(args, out, err);
+  absl::StatusOr<HloSharding> sharding = ParseShardingArg(args.positional);
   if (!sharding.ok()) return BadInput(err, kCommand, sharding.status().message());
-  absl::StatusOr<int64_t> n = CheckPartitions(*args, *sharding, ShapeMatching(*sharding));
+  absl::StatusOr<int64_t> n = CheckPartitions(args, *sharding, ShapeMatching(*sharding));
   if (!n.ok()) return BadInput(err, kCommand, n.status().message());
   const HloSharding result = verb == "expand" ? sharding->Expanded() : sharding->Canonical();
   out << result.ToString() << "\n";
