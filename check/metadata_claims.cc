@@ -68,6 +68,14 @@ std::map<std::string, oracle::EquivOptions::HeldValue> ClaimsFromMetadata(
     if (!sharding.IsReplicated() && !sharding.IsTiled()) continue;
     const Shape tile = sharding.IsTiled() ? sharding.TileShape(it->second.shape) : it->second.shape;
     if (!tile.Compatible(i->shape())) continue;
+    // A collective-permute of what was already made for the same op with its tile shape moves
+    // that value to other devices for a consumer (jaxlib 0.12 labels a consumer's reshard after
+    // the producer): the operand holds it under the propagated sharding, the permute does not.
+    if (i->opcode() == HloOpcode::kCollectivePermute && i->operand_count() == 1 &&
+        last_made.contains(i->operand(0)->name()) &&
+        last_made.at(i->operand(0)->name()) == op_name) {
+      continue;
+    }
     made_for[it->second.name] = i->name();
     last_made[i->name()] = op_name;
   }

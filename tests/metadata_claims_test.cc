@@ -64,15 +64,35 @@ TEST(MetadataClaims, AHaloExchangeHoldsNoValueOfTheOpItIsNamedAfter) {
   EXPECT_EQ(claims.at("n").global, "n");
 }
 
-TEST(MetadataClaims, APermuteEveryPartitionReceivesFromEndsTheHandler) {
+// A full permutation of the copy's own part, labelled after the copy, moves the copy's value to
+// other devices for a consumer: the copy holds it under its sharding, the permute does not (the
+// campaign's `xla.miscompile.copy`, seed 103, named such a permute as the first divergence).
+TEST(MetadataClaims, APermuteOfTheValueItIsNamedAfterMovesItAway) {
   std::unique_ptr<HloModule> received = Parse(kReceived);
   std::unique_ptr<HloModule> propagated = Parse(kPropagated);
   std::unique_ptr<HloModule> partitioned = Parse(Partitioned("{{0,1},{1,2},{2,0}}"));
   auto claims = ClaimsFromMetadata(*received, propagated.get(), *partitioned);
-  // The last instruction made for the copy with its tile shape is the permute (a reshard).
+  ASSERT_TRUE(claims.contains("c"));
+  EXPECT_EQ(claims.at("c").global, "c");
+  EXPECT_FALSE(claims.contains("permute"));
+}
+
+// A permute that ends the handler (its operand made for another op, or not its tile shape)
+// holds the op's value: the reshard into the propagated sharding.
+TEST(MetadataClaims, APermuteThatEndsTheHandlerHoldsTheValue) {
+  std::unique_ptr<HloModule> received = Parse(kReceived);
+  std::unique_ptr<HloModule> propagated = Parse(kPropagated);
+  std::unique_ptr<HloModule> partitioned = Parse(R"(HloModule g_spmd, num_partitions=3
+ENTRY main {
+  p = f32[2] parameter(0), metadata={op_name="p"}
+  c = f32[2] copy(p), metadata={op_name="other.1"}
+  permute = f32[2] collective-permute(c), channel_id=1, source_target_pairs={{0,1},{1,2},{2,0}}, metadata={op_name="copy.15"}
+  ROOT n = f32[2] negate(permute), metadata={op_name="negate.16"}
+}
+)");
+  auto claims = ClaimsFromMetadata(*received, propagated.get(), *partitioned);
   ASSERT_TRUE(claims.contains("permute"));
   EXPECT_EQ(claims.at("permute").global, "c");
-  EXPECT_FALSE(claims.contains("c"));
 }
 
 // Shardy's propagated module renames the instructions (copy c received is c.0 propagated) and
