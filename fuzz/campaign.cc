@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <random>
@@ -22,6 +23,7 @@
 #include "check/pass_bisection.h"
 #include "check/repro_script.h"
 #include "check/signature.h"
+#include "fuzz/background_cost_check.h"
 #include "fuzz/finding_handover.h"
 #include "fuzz/program_gen.h"
 #include "fuzz/reducer.h"
@@ -68,6 +70,19 @@ std::vector<uint8_t> CaseBytes(uint64_t case_seed, const ProgramGenOptions& gen)
 
 // Our oracle's and interpreter's time for one case (their loops stop there: unknown).
 constexpr double kCaseOracleSeconds = 10;
+
+// How a campaign checks case `case_seed` (and the reduction of its findings checks candidates).
+CheckOptions CaseCheckOptions(uint64_t case_seed) {
+  CheckOptions check;
+  check.trials = 1;
+  check.seed = case_seed;
+  check.oracle_seconds = kCaseOracleSeconds;
+  return check;
+}
+
+// Correct partitionings the lint looks at on its own thread while the next cases compile: two
+// at a time (one running, one waiting) keep it busy without holding many modules.
+constexpr size_t kPendingCostChecks = 2;
 
 // One case's outcome under one partitioner, kept until every partitioner has run (for the
 // wasteful comparison between them).
@@ -136,11 +151,14 @@ std::string CampaignReport::ToString() const {
     absl::StrAppendFormat(
         &out,
         "time: partitioners %.0f%%, their executions %.0f%%, ours %.0f%% "
-        "(generator %.1f%%, oracle %.1f%%, interpreter %.1f%%, lint %.1f%%, round trips and "
-        "dumps %.1f%%), reductions and repros %.0f%%\n",
+        "(generator %.1f%%, oracle %.1f%%, interpreter %.1f%%, round trips and "
+        "dumps %.1f%%), reductions and repros %.0f%%%s\n",
         share(times.partition), share(times.execute), share(times.Ours()), share(times.generate),
-        share(times.oracle), share(times.interpreter), share(times.lint), share(times.Other()),
-        share(times.reduce));
+        share(times.oracle), share(times.interpreter), share(times.Other()), share(times.reduce),
+        times.lint > 0
+            ? absl::StrFormat("; the lint %.1f s on its own thread, overlapping the cases",
+                              times.lint)
+            : "");
   }
   if (!pattern_hits.empty()) {
     std::vector<std::string> hits;
@@ -361,6 +379,8 @@ class Campaign {
  private:
   struct Job {
     std::vector<std::unique_ptr<PartitionerUnderTest>> partitioners;
+    // The lint on correct partitionings, on a thread of its own (null: no cost check).
+    std::unique_ptr<BackgroundCostCheck> cost_checks;
     // Other jaxlibs' partitioners, made on first use: python + spec -> partitioner.
     std::unique_ptr<check::VersionMatrix> matrix;  // Other jaxlibs, made at the first finding.
   };
@@ -403,6 +423,9 @@ class Campaign {
   // showed.
   bool TriageHang(const HangCheck& hang, const std::string& spec, PartitionerTally& tally,
                   FailureSignature& signature, std::string& message);
+  // Records the lint's finished checks (their seconds, their wasteful findings) and hands new
+  // findings over; returns the seconds spent handing over.
+  double TakeCostChecks(Job& job, std::vector<CostCheckResult> finished);
   // Reduces a new finding within the time budget, writes its folder and fills its slot.
   void HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slot, const HloModule& program,
                 const FailureSignature& signature, const CheckOptions& check, WastefulKind wasteful,
@@ -647,16 +670,39 @@ double Campaign::CompareCorrect(Job& job, const std::vector<Correct>& correct,
         slot = RecordFailure(more.partitioner->spec(), signature, message, index, case_seed);
       }
       if (slot >= 0) {
-        CheckOptions check;
-        check.trials = 1;
-        check.seed = case_seed;
-        check.oracle_seconds = kCaseOracleSeconds;
         const Clock::time_point hand_over_start = Clock::now();
-        HandOver(job, *more.partitioner, slot, module, signature, check, WastefulKind::kBytes,
-                 less.partitioner);
+        HandOver(job, *more.partitioner, slot, module, signature, CaseCheckOptions(case_seed),
+                 WastefulKind::kBytes, less.partitioner);
         handed_over += SecondsSince(hand_over_start);
       }
     }
+  }
+  return handed_over;
+}
+
+double Campaign::TakeCostChecks(Job& job, std::vector<CostCheckResult> finished) {
+  double handed_over = 0;
+  for (CostCheckResult& result : finished) {
+    const std::string spec = result.task.partitioner->spec();
+    int64_t slot = -1;
+    FailureSignature signature;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      report_.times.lint += result.seconds;
+      if (result.cheaper.empty()) continue;
+      signature.text = check::SanitizedName(
+          absl::StrCat(check::SignaturePrefix(spec), ".wasteful.", result.cheaper.front().pattern));
+      signature.claim = false;
+      slot = RecordFailure(spec, signature, result.cheaper.front().message, result.task.case_index,
+                           result.task.case_seed);
+    }
+    if (slot < 0) continue;
+    const Clock::time_point hand_over_start = Clock::now();
+    // The reduced case must keep the proposal, not only the pattern.
+    HandOver(job, *result.task.partitioner, slot, *result.task.program, signature,
+             CaseCheckOptions(result.task.case_seed), WastefulKind::kLint, nullptr,
+             result.cheaper.front().proposal);
+    handed_over += SecondsSince(hand_over_start);
   }
   return handed_over;
 }
@@ -668,6 +714,12 @@ void Campaign::RunJob() {
       target::MakePartitioners(options_.partitioners, target_options_);
   if (!made.ok()) return;
   job.partitioners = *std::move(made);
+  if (options_.cost_check &&
+      std::any_of(job.partitioners.begin(), job.partitioners.end(),
+                  [](const auto& p) { return !p->capabilities().lint_planner; })) {
+    job.cost_checks =
+        std::make_unique<BackgroundCostCheck>(options_.cost_check, kPendingCostChecks);
+  }
   // A case is not started when it would likely end past the budget (T + 5%): its expected time
   // is a moving average of this job's cases (the first, which starts the XLA workers, left out).
   double case_estimate = 0;
@@ -726,7 +778,11 @@ void Campaign::RunJob() {
         for (const std::string& pattern : program->patterns) ++report_.pattern_hits[pattern];
       }
     }
-    const HloModule& module = sdy_case ? *imported : *program->module;
+    // Shared with the lint's thread, which may still look at it after this case.
+    const std::shared_ptr<const HloModule> case_program =
+        sdy_case ? std::shared_ptr<const HloModule>(std::move(imported))
+                 : std::shared_ptr<const HloModule>(std::move(program->module));
+    const HloModule& module = *case_program;
     if (!sdy_case && !options_.save_modules_dir.empty()) SaveModule(module, index);
     const bool one_mesh = !sdy_case && program->one_mesh;
     std::vector<Correct> correct;
@@ -736,11 +792,8 @@ void Campaign::RunJob() {
       const std::string spec = partitioner->spec();
       // An sdy-level program goes only to partitioners that compile it as jax.jit does.
       if (sdy_case && !partitioner->UsesJaxSource(module)) continue;
-      CheckOptions check;
-      check.trials = 1;
-      check.seed = case_seed;
+      CheckOptions check = CaseCheckOptions(case_seed);
       check.round_trip_in_memory_output = false;  // Verified in memory; see CheckOptions.
-      check.oracle_seconds = kCaseOracleSeconds;
       const double runtime_before = partitioner->RuntimeSeconds();
       absl::StatusOr<CheckOutcome> outcome = CheckPartitioning(module, *partitioner, check);
       // XLA's own seconds in this check (compiles and executions, timed inside jaxlib).
@@ -784,35 +837,21 @@ void Campaign::RunJob() {
         ++report_.progress.holds;
         if (outcome->partitioned == nullptr) continue;
         correct.push_back({partitioner.get(), MaxRecvBytes(*outcome->partitioned)});
-        if (!options_.cost_check || partitioner->capabilities().lint_planner) continue;
+        if (job.cost_checks == nullptr || partitioner->capabilities().lint_planner) continue;
         lock.unlock();
-        // The lint on XLA's correct output: a proved cheaper chain is a wasteful finding.
-        const Clock::time_point lint_start = Clock::now();
-        const HloModule& judged =
-            outcome->judged_global != nullptr ? *outcome->judged_global : module;
-        const std::vector<CostFinding> cheaper = options_.cost_check(
-            *outcome->partitioned,
-            outcome->partitioned_text.empty() ? PrintModule(*outcome->partitioned)
-                                              : outcome->partitioned_text,
-            judged);
-        const double lint_seconds = SecondsSince(lint_start);
-        lock.lock();
-        report_.times.lint += lint_seconds;
-        if (cheaper.empty()) continue;
-        FailureSignature signature;
-        signature.text = check::SanitizedName(
-            absl::StrCat(check::SignaturePrefix(spec), ".wasteful.", cheaper.front().pattern));
-        signature.claim = false;
-        const int64_t slot =
-            RecordFailure(spec, signature, cheaper.front().message, index, case_seed);
-        lock.unlock();
-        if (slot >= 0) {
-          const Clock::time_point hand_over_start = Clock::now();
-          // The reduced case must keep the proposal, not only the pattern.
-          HandOver(job, *partitioner, slot, module, signature, check, WastefulKind::kLint, nullptr,
-                   cheaper.front().proposal);
-          handed_over += SecondsSince(hand_over_start);
-        }
+        // The lint on XLA's correct output, on the lint's thread while the next case compiles:
+        // a proved cheaper chain is a wasteful finding (taken back between cases).
+        CostCheckTask task;
+        task.partitioner = partitioner.get();
+        task.case_index = index;
+        task.case_seed = case_seed;
+        task.program = case_program;
+        task.partitioned = std::move(outcome->partitioned);
+        task.partitioned_text = outcome->partitioned_text.empty()
+                                    ? PrintModule(*task.partitioned)
+                                    : std::move(outcome->partitioned_text);
+        task.judged = std::move(outcome->judged_global);
+        job.cost_checks->Submit(std::move(task));
         continue;
       }
       FailureSignature signature = check::SignatureOf(spec, *outcome, module);
@@ -848,12 +887,19 @@ void Campaign::RunJob() {
       }
     }
     handed_over += CompareCorrect(job, correct, module, index, case_seed);
+    if (job.cost_checks != nullptr) {
+      handed_over += TakeCostChecks(job, job.cost_checks->TakeFinished());
+    }
     const double case_seconds = std::max(0.0, SecondsSince(generate_start) - handed_over);
     if (++cases_done > 1) {
       case_estimate = cases_done == 2 ? case_seconds : 0.7 * case_estimate + 0.3 * case_seconds;
     }
     std::lock_guard<std::mutex> lock(mu);
     report_.times.cases += case_seconds;
+  }
+  // The lint's last checks (at most kPendingCostChecks): their findings count as the cases'.
+  if (job.cost_checks != nullptr) {
+    TakeCostChecks(job, job.cost_checks->Finish([this] { return aborting(); }));
   }
 }
 
