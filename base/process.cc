@@ -1,4 +1,4 @@
-#include "target/process.h"
+#include "base/process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,7 +17,7 @@
 
 extern char** environ;
 
-namespace spmdcheck::target {
+namespace spmdcheck::base {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -404,4 +404,4 @@ std::string ChildProcess::StderrTail() {
   return stderr_tail_;
 }
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::base

@@ -9,9 +9,9 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/process.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
-#include "target/process.h"
 
 namespace spmdcheck::target {
 namespace {
@@ -47,9 +47,9 @@ absl::StatusOr<PartitionOutput> CommandPartitioner::Partition(const HloModule& g
   const std::vector<std::string> argv = {
       "/bin/sh", "-c", command_ + " \"$@\"", "sh",
       in,        out,  "--num-partitions",   absl::StrCat(num_partitions)};
-  ProcessOptions process;
+  base::ProcessOptions process;
   process.timeout_seconds = timeout_seconds_;
-  absl::StatusOr<ProcessResult> run = RunProcess(argv, process);
+  absl::StatusOr<base::ProcessResult> run = base::RunProcess(argv, process);
   if (!run.ok()) {
     output.status = PartitionStatus::kUnavailable;
     output.message = std::string(run.status().message());

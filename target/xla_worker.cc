@@ -108,13 +108,13 @@ absl::Status XlaWorker::EnsureStarted(int64_t devices_needed) {
     return absl::UnavailableError(unavailable_reason_);
   }
   devices_ = std::max<int64_t>({options_.devices, devices_needed, devices_});
-  ProcessOptions process;
+  base::ProcessOptions process;
   process.env["PYTHONUNBUFFERED"] = "1";
   process.env["TF_CPP_MIN_LOG_LEVEL"] = "1";
-  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-      ChildProcess::Start({options_.python, "-u", options_.worker_script, "--devices",
-                           absl::StrCat(devices_), "--scratch", scratch_},
-                          process);
+  absl::StatusOr<std::unique_ptr<base::ChildProcess>> child =
+      base::ChildProcess::Start({options_.python, "-u", options_.worker_script, "--devices",
+                                 absl::StrCat(devices_), "--scratch", scratch_},
+                                process);
   if (!child.ok()) {
     unavailable_reason_ = std::string(child.status().message());
     return absl::UnavailableError(unavailable_reason_);
@@ -200,7 +200,7 @@ absl::StatusOr<WorkerAnswer> XlaWorker::Call(const std::string& method,
                                                       " s; the worker was killed"));
     }
     // The worker died mid-request: XLA's CHECK failure, an abort, the OOM killer.
-    const ProcessResult ended = child_->Wait(5);
+    const base::ProcessResult ended = child_->Wait(5);
     std::string log = RequestLog(id);
     if (log.empty()) log = ended.stderr_text;
     child_.reset();

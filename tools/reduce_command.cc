@@ -17,13 +17,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/process.h"
 #include "check/check_pipeline.h"
 #include "check/signature.h"
 #include "fuzz/reducer.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "oracle/equivalence.h"
-#include "target/process.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
 #include "tools/partitioner_flags.h"
@@ -205,11 +205,11 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
     interesting = [until_cmd, timeout, &temp](const HloModule& m) -> absl::StatusOr<bool> {
       absl::Status written = WriteFile(temp.path(), PrintModule(m));
       if (!written.ok()) return written;
-      target::ProcessOptions process;
+      base::ProcessOptions process;
       process.timeout_seconds = timeout;
       process.max_output_bytes = 4096;
-      absl::StatusOr<target::ProcessResult> run = target::RunProcess(
-          target::ShellCommand(absl::StrCat(until_cmd, " ", ShellQuote(temp.path()))), process);
+      absl::StatusOr<base::ProcessResult> run = base::RunProcess(
+          base::ShellCommand(absl::StrCat(until_cmd, " ", ShellQuote(temp.path()))), process);
       if (!run.ok()) return absl::InternalError(absl::StrCat("cannot run: ", until_cmd));
       return run->exited() && run->exit_code == 0;
     };
