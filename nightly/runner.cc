@@ -9,15 +9,14 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/file.h"
 #include "base/process.h"
 #include "nightly/libfuzzer.h"
 #include "nightly/report.h"
@@ -34,18 +33,9 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The file's last `max_bytes` (a log may have run away), or "" when it cannot be read.
 std::string ReadText(const std::string& path, size_t max_bytes = size_t{4} << 20) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return "";
-  file.seekg(0, std::ios::end);
-  const std::streamoff size = file.tellg();
-  const std::streamoff start = size > static_cast<std::streamoff>(max_bytes)
-                                   ? size - static_cast<std::streamoff>(max_bytes)
-                                   : 0;
-  file.seekg(start);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
+  return base::ReadFileTail(path, max_bytes).value_or("");
 }
 
 int64_t CountFiles(const std::string& dir) {
@@ -322,10 +312,8 @@ absl::StatusOr<base::ProcessResult> Night::RunChild(TargetRun& target,
   std::vector<std::string> shell = {"/bin/sh", "-c",
                                     "exec \"$0\" \"$@\" >>\"$SPMDCHECK_NIGHTLY_LOG\" 2>&1"};
   shell.insert(shell.end(), argv.begin(), argv.end());
-  {
-    std::ofstream header(log, std::ios::app);
-    header << "$ " << CommandLine(argv) << "\n";
-  }
+  // The log's header line; when the log cannot be written the child's redirect says so.
+  base::AppendFile(log, absl::StrCat("$ ", CommandLine(argv), "\n")).IgnoreError();
   absl::StatusOr<std::unique_ptr<base::ChildProcess>> child =
       base::ChildProcess::Start(shell, process_options);
   if (!child.ok()) return child.status();
@@ -727,7 +715,7 @@ absl::Status Night::AnalyzeArtifacts(TargetRun& target, const std::string& attem
           {"reproduce", reproduce},
           {"replay_without_sanitizers", "build/fuzz/" + name + "_replay " + kept + "/input"},
           {"regression", "cp " + kept + "/input corpus/regressions-" + name + "/<what-it-is>"}};
-      if (absl::Status s = WriteFileAtomic(temp + "/finding.json", finding.dump(2) + "\n");
+      if (absl::Status s = base::WriteFileAtomic(temp + "/finding.json", finding.dump(2) + "\n");
           !s.ok()) {
         return s;
       }
@@ -739,7 +727,7 @@ absl::Status Night::AnalyzeArtifacts(TargetRun& target, const std::string& attem
                         {"summary", crash.summary},
                         {"folder", kept_rel},
                         {"reproduce", reproduce}};
-    if (absl::Status s = WriteFileAtomic(cache_path, cache.dump(2) + "\n"); !s.ok()) return s;
+    if (absl::Status s = base::WriteFileAtomic(cache_path, cache.dump(2) + "\n"); !s.ok()) return s;
     out_ << "  " << target.name << ": " << file_name << " -> " << signature << "\n";
   }
   std::set<std::string> signatures(target.signatures.begin(), target.signatures.end());

@@ -3,12 +3,11 @@
 #include <stdlib.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "base/process.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
@@ -37,10 +36,8 @@ absl::StatusOr<PartitionOutput> CommandPartitioner::Partition(const HloModule& g
   } cleanup{dir};
   const std::string in = dir + "/in.hlo";
   const std::string out = dir + "/out.hlo";
-  {
-    std::ofstream file(in);
-    file << PrintModule(global);
-    if (!file.good()) return absl::InternalError(absl::StrCat("cannot write ", in));
+  if (absl::Status written = base::WriteFile(in, PrintModule(global)); !written.ok()) {
+    return absl::InternalError(written.message());
   }
   // `sh -c 'COMMAND "$@"' sh IN OUT --num-partitions N`: the user's command as written (it may
   // carry its own arguments), our arguments passed without any quoting trouble.
@@ -76,15 +73,17 @@ absl::StatusOr<PartitionOutput> CommandPartitioner::Partition(const HloModule& g
         stderr_tail.empty() ? absl::StrCat("'", command_, "' ", run->Describe()) : stderr_tail;
     return output;
   }
-  std::ifstream file(out);
-  if (!file) {
+  absl::StatusOr<std::string> text = base::ReadFile(out);
+  if (!text.ok()) {
     output.status = PartitionStatus::kCrash;
-    output.message = absl::StrCat("'", command_, "' exited 0 but wrote no ", out);
+    output.message =
+        absl::IsNotFound(text.status())
+            ? absl::StrCat("'", command_, "' exited 0 but wrote no ", out)
+            : absl::StrCat("'", command_,
+                           "' exited 0 but its output cannot be read: ", text.status().message());
     return output;
   }
-  std::stringstream text;
-  text << file.rdbuf();
-  output.partitioned_text = text.str();
+  output.partitioned_text = *std::move(text);
   absl::StatusOr<ParsedModule> parsed =
       ParseHloModule(output.partitioned_text, {.path = "<partitioned by " + command_ + ">"});
   if (!parsed.ok()) {

@@ -8,8 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -19,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/file.h"
 #include "ir/data_dir.h"
 #include "ir/primitive_type.h"
 
@@ -172,12 +171,12 @@ bool XlaWorker::ReadsNamedShardings() {
 }
 
 std::string XlaWorker::RequestLog(int64_t id) const {
-  std::ifstream in(absl::StrCat(scratch_, "/request-", id, ".log"));
-  if (!in) return "";
-  std::stringstream text;
-  text << in.rdbuf();
-  // A runaway log is cut to its last MiB; XLA's CHECK line and stack fit in far less.
-  return Tail(text.str(), 1 << 20);
+  // A runaway log is cut to its last MiB; XLA's CHECK line and stack fit in far less. One byte
+  // more is read so that Tail marks a cut log.
+  constexpr size_t kKept = size_t{1} << 20;
+  absl::StatusOr<std::string> text =
+      base::ReadFileTail(absl::StrCat(scratch_, "/request-", id, ".log"), kKept + 1);
+  return text.ok() ? Tail(*text, kKept) : "";
 }
 
 absl::StatusOr<WorkerAnswer> XlaWorker::Call(const std::string& method,

@@ -1,6 +1,4 @@
 // base/file.h: whole-file reads and writes, the atomic replace, and errors that name the path.
-#include "base/file.h"
-
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -8,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "base/file.h"
 #include "base/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
