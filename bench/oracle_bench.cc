@@ -2,12 +2,13 @@
 // bench/oracle_vs_numpy.sh runs this and numpy on the same machine and prints the ratios.
 #include <benchmark/benchmark.h>
 
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "base/file.h"
 #include "ir/hlo_parser.h"
 #include "oracle/engine.h"
 #include "oracle/equivalence.h"
@@ -105,10 +106,9 @@ ENTRY e {
 BENCHMARK(BM_Gather4096Rows)->Unit(benchmark::kMillisecond);
 
 int64_t ReadStatusKb(const char* field) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(std::string(field).size()));
+  const std::string status = base::ReadFile("/proc/self/status").value_or("");
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    if (absl::ConsumePrefix(&line, field)) return std::stoll(std::string(line));
   }
   return 0;
 }
@@ -139,7 +139,7 @@ ENTRY e {
   Engine engine(*module, options);
   int64_t peak_kb = 0;
   for (auto _ : state) {
-    { std::ofstream("/proc/self/clear_refs") << "5"; }
+    base::WriteFile("/proc/self/clear_refs", "5").IgnoreError();
     const int64_t before_kb = ReadStatusKb("VmRSS:");
     std::vector<std::vector<ValueRef>> args(64);
     for (int64_t d = 0; d < 64; ++d) {
@@ -159,10 +159,7 @@ ENTRY e {
 BENCHMARK(BM_Simulate64DevicesOneGiB)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 std::string ReadShared(const std::string& relative) {
-  std::ifstream in(test_support::SharedPath(relative));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return base::ReadFile(test_support::SharedPath(relative)).value_or("");
 }
 
 std::string Substitute(std::string text,

@@ -8,15 +8,17 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "base/file.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/lexer.h"
@@ -27,12 +29,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+std::string ReadAll(const fs::path& path) { return base::ReadFile(path.string()).value_or(""); }
 
 // Renames every computation of `text` (canonical printed form) by prefixing `prefix`: whole
 // name tokens that are computation names and are not followed by '(' (an opcode) or '=' (an
@@ -98,14 +95,12 @@ std::string BuildLargeModule(size_t target_bytes) {
 }
 
 int64_t ReadStatusKb(const char* field) {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind(field, 0) == 0) {
-      int64_t kb = 0;
-      std::istringstream(line.substr(std::string(field).size())) >> kb;
-      return kb;
-    }
+  const std::string status = base::ReadFile("/proc/self/status").value_or("");
+  for (absl::string_view line : absl::StrSplit(status, '\n')) {
+    if (!absl::ConsumePrefix(&line, field)) continue;
+    int64_t kb = 0;
+    return absl::SimpleAtoi(absl::StripAsciiWhitespace(absl::StripSuffix(line, "kB")), &kb) ? kb
+                                                                                            : 0;
   }
   return 0;
 }
@@ -120,7 +115,7 @@ const std::string& LargeModule() {
     auto* built = new std::string(BuildLargeModule(mb << 20));
     // SPMDCHECK_BENCH_DUMP=PATH writes the text (for profiling the parser on a file).
     if (const char* dump = std::getenv("SPMDCHECK_BENCH_DUMP")) {
-      std::ofstream(dump, std::ios::binary) << *built;
+      base::WriteFile(dump, *built).IgnoreError();
     }
     return built;
   }();
@@ -136,7 +131,7 @@ void BM_ParseLargeModule(benchmark::State& state) {
   int64_t peak_extra_kb = 0;
   for (auto _ : state) {
     // Reset the high-water mark, parse, and read how far above the starting RSS it went.
-    { std::ofstream("/proc/self/clear_refs") << "5"; }
+    base::WriteFile("/proc/self/clear_refs", "5").IgnoreError();
     const int64_t before_kb = ReadStatusKb("VmRSS:");
     absl::StatusOr<ParsedModule> parsed = ParseHloModule(text);
     if (!parsed.ok()) {

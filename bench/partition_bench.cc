@@ -5,12 +5,11 @@
 #include <benchmark/benchmark.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "ir/hlo_parser.h"
 #include "partitioner/partitioner.h"
 #include "tests/shared_dir.h"
@@ -105,16 +104,15 @@ void BM_PartitionLargestConformanceModule(benchmark::State& state) {
   int64_t best = -1;
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    std::ifstream in(entry.path());
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(buffer.str());
+    absl::StatusOr<std::string> text = base::ReadFile(entry.path().string());
+    if (!text.ok()) continue;
+    absl::StatusOr<ParsedModule> parsed = ParseHloModule(*text);
     if (!parsed.ok()) continue;
     int64_t n = 0;
     for (const auto& c : parsed->module->computations()) n += c->instruction_count();
     if (n > best) {
       best = n;
-      best_text = buffer.str();
+      best_text = *std::move(text);
     }
   }
   if (best < 0) {

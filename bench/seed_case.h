@@ -3,20 +3,16 @@
 #ifndef SPMDCHECK_BENCH_SEED_CASE_H_
 #define SPMDCHECK_BENCH_SEED_CASE_H_
 
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_replace.h"
+#include "base/file.h"
 
 namespace spmdcheck::bench {
 
 // gspmd.hlo under `shared`, or "" when it cannot be read.
 inline std::string ReadSeedChain(const std::string& shared) {
-  std::ifstream in(shared + "/cases/seed-scatter/gspmd.hlo");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return base::ReadFile(shared + "/cases/seed-scatter/gspmd.hlo").value_or("");
 }
 
 // The report's sizes: bf16[8,4,2,64,128] globally (a 16 KiB local shard, a 128 KiB result per

@@ -1,6 +1,5 @@
 #include "check/repro_script.h"
 
-#include <fstream>
 #include <sstream>
 #include <utility>
 
@@ -11,6 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/file.h"
 #include "ir/data_dir.h"
 #include "ir/hlo_printer.h"
 #include "nlohmann/json.hpp"
@@ -49,9 +49,10 @@ std::string PythonList(const std::vector<std::string>& items) {
 
 // The jax version workers/xla/requirements.txt pins, or "unknown".
 std::string PinnedJaxVersion() {
-  std::ifstream in(SpmdcheckDataDir() + "/workers/xla/requirements.txt");
-  std::string line;
-  while (std::getline(in, line)) {
+  const absl::StatusOr<std::string> text =
+      base::ReadFile(SpmdcheckDataDir() + "/workers/xla/requirements.txt");
+  if (!text.ok()) return "unknown";
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
     absl::string_view view = absl::StripAsciiWhitespace(line);
     if (absl::ConsumePrefix(&view, "jax==")) return std::string(view);
   }

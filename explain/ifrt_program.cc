@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/status.h"
 #include "ir/primitive_type.h"
 
 namespace spmdcheck::explain {
@@ -47,7 +48,7 @@ class Reader {
       column = static_cast<int>(at.data() - line.text.data()) + 1;
     }
     return absl::InvalidArgumentError(
-        absl::StrCat(path_, ":", line.number, ":", column, ": ", what));
+        absl::StrCat(base::SourceLocation(path_, line.number, column), ": ", what));
   }
   IfrtLocation LocationOf(const Line& line, absl::string_view at) const {
     return IfrtLocation{line.number, static_cast<int>(at.data() - line.text.data()) + 1};
@@ -404,7 +405,7 @@ absl::Status Reader::ReadOp(const Line& line, IfrtProgram& program) const {
   const size_t eq = text.find(" = ");
   if (eq == absl::string_view::npos) {
     program.other_ops.push_back(
-        absl::StrCat(path_, ":", line.number, ":", line.Indent() + 1, ": ", text));
+        absl::StrCat(base::SourceLocation(path_, line.number, line.Indent() + 1), ": ", text));
     return absl::OkStatus();
   }
   absl::string_view body = text.substr(eq + 3);
@@ -418,7 +419,7 @@ absl::Status Reader::ReadOp(const Line& line, IfrtProgram& program) const {
     op.kind = IfrtOpKind::kReshard;
   } else {
     program.other_ops.push_back(
-        absl::StrCat(path_, ":", line.number, ":", op.location.column, ": ", body));
+        absl::StrCat(base::SourceLocation(path_, line.number, op.location.column), ": ", body));
     return absl::OkStatus();
   }
   // Results: `%outputs_0:3, %control_output_1` or `%outputs, %control_output`.

@@ -12,12 +12,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "base/status.h"
 
 namespace spmdcheck::explain {
 namespace {
 
 std::string Where(const IfrtProgram& program, const IfrtLocation& location) {
-  return absl::StrCat(program.path, ":", location.line, ":", location.column);
+  return base::SourceLocation(program.path, location.line, location.column);
 }
 
 std::string DevicesText(const std::vector<int64_t>& devices) {

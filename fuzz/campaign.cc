@@ -5,7 +5,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -19,6 +18,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/file.h"
+#include "base/status.h"
 #include "check/check_pipeline.h"
 #include "check/pass_bisection.h"
 #include "check/repro_script.h"
@@ -365,10 +366,9 @@ class Campaign {
   void SaveModule(const HloModule& module, int64_t index) {
     const std::filesystem::path path =
         std::filesystem::path(options_.save_modules_dir) / absl::StrCat("case-", index, ".hlo");
-    std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    file << PrintModule(module);
-    if (!file && !save_failed_.exchange(true)) {
-      std::cerr << "spmdcheck fuzz: cannot write " << path.string() << "\n";
+    const absl::Status written = base::WriteFile(path.string(), PrintModule(module));
+    if (!written.ok() && !save_failed_.exchange(true)) {
+      std::cerr << "spmdcheck fuzz: " << written.message() << "\n";
     }
   }
 
@@ -983,11 +983,8 @@ absl::StatusOr<CampaignReport> RunCampaign(
       options.summary_path.empty()
           ? (std::filesystem::path(options.out_dir) / "summary.json").string()
           : options.summary_path;
-  std::ofstream file(summary, std::ios::binary | std::ios::trunc);
-  file << report.ToJson(options).dump(2) << "\n";
-  file.close();
-  if (file.fail())
-    return absl::UnavailableError(absl::StrCat("cannot write the summary ", summary));
+  const absl::Status written = base::WriteFile(summary, report.ToJson(options).dump(2) + "\n");
+  if (!written.ok()) return base::WithContext(written, "cannot write the summary");
   return report;
 }
 

@@ -1,15 +1,14 @@
 #include "fuzz/findings.h"
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "base/file.h"
+#include "base/status.h"
 #include "check/signature.h"
 #include "ir/hlo_printer.h"
 
@@ -17,15 +16,7 @@ namespace spmdcheck::fuzz {
 namespace {
 
 absl::Status WriteText(const std::filesystem::path& path, const std::string& text) {
-  std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  file << text;
-  file.close();
-  if (file.fail()) {
-    const int error = errno;
-    return absl::UnavailableError(absl::StrCat("cannot write ", path.string(), ": ",
-                                               error != 0 ? std::strerror(error) : "write failed"));
-  }
-  return absl::OkStatus();
+  return base::WriteFile(path.string(), text);
 }
 
 std::vector<std::string> Strings(const nlohmann::json& value) {
@@ -42,11 +33,9 @@ std::string OneLine(const std::string& text) { return absl::StrReplaceAll(text, 
 }  // namespace
 
 absl::StatusOr<std::vector<KnownFinding>> LoadKnownFindings(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("no known findings at ", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  absl::StatusOr<std::string> text = base::ReadFile(path);
+  if (!text.ok()) return base::WithContext(text.status(), "cannot read the known findings");
+  nlohmann::json json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object() || !json.contains("findings") ||
       !json["findings"].is_array()) {
     return absl::InvalidArgumentError(

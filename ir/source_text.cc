@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "base/status.h"
 
 namespace spmdcheck {
 
@@ -64,7 +65,7 @@ std::string SourceText::FormatErrorLine(size_t offset, absl::string_view message
 }
 
 std::string SourceText::ErrorLine(int64_t line, int64_t column, absl::string_view message) const {
-  return absl::StrCat(path_, ":", line, ":", column, ": error: ", message);
+  return absl::StrCat(base::SourceLocation(path_, line, column), ": error: ", message);
 }
 
 std::string SourceText::FormatErrorAt(int64_t line, int64_t column,

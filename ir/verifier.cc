@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/string_view.h"
+#include "base/status.h"
 #include "ir/collective_group_mode.h"
 #include "ir/shape_inference.h"
 
@@ -738,8 +739,9 @@ std::vector<VerifierDiagnostic> VerifyModuleDiagnostics(const HloModule& module,
 
 std::string FormatDiagnostic(const HloModule& module, const VerifierDiagnostic& diagnostic) {
   const std::string path = module.source_path().empty() ? "<input>" : module.source_path();
-  return absl::StrCat(path, ":", diagnostic.location.line, ":", diagnostic.location.column,
-                      diagnostic.is_warning ? ": warning: " : ": error: ", diagnostic.message);
+  return absl::StrCat(
+      base::SourceLocation(path, diagnostic.location.line, diagnostic.location.column),
+      diagnostic.is_warning ? ": warning: " : ": error: ", diagnostic.message);
 }
 
 absl::Status VerifyModule(const HloModule& module, const VerifierOptions& options) {

@@ -1,7 +1,6 @@
 #include "nightly/libfuzzer.h"
 
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <regex>
 
@@ -13,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/file.h"
 
 namespace spmdcheck::nightly {
 namespace {
@@ -182,13 +182,12 @@ std::vector<std::string> LibFuzzerTargetFlags(const std::string& target,
                                              {"fuzz_sharding_parser", "sharding.dict"},
                                              {"fuzz_literal_parser", "literal.dict"}};
   const std::string options_path = source_dir + "/fuzz/targets/" + target + ".options";
-  std::ifstream options(options_path);
+  const absl::StatusOr<std::string> options = base::ReadFile(options_path);
   bool has_dict = false;
-  if (options) {
+  if (options.ok()) {
     // The target's OSS-Fuzz options file: `key = value` lines of its [libfuzzer] section.
-    std::string line;
     bool in_section = false;
-    while (std::getline(options, line)) {
+    for (absl::string_view line : absl::StrSplit(*options, '\n')) {
       absl::string_view text = absl::StripAsciiWhitespace(line);
       if (text.empty() || text[0] == '#' || text[0] == ';') continue;
       if (text[0] == '[') {

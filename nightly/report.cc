@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "base/file.h"
 #include "viz/html.h"
 
 namespace spmdcheck::nightly {
@@ -518,16 +519,17 @@ std::string ReportJunit(const nlohmann::json& report) {
 }
 
 absl::Status WriteReports(const std::string& dir, const nlohmann::json& report) {
-  if (absl::Status s = WriteFileAtomic(dir + "/report.json", report.dump(2) + "\n"); !s.ok()) {
+  if (absl::Status s = base::WriteFileAtomic(dir + "/report.json", report.dump(2) + "\n");
+      !s.ok()) {
     return s;
   }
-  if (absl::Status s = WriteFileAtomic(dir + "/report.md", ReportMarkdown(report)); !s.ok()) {
+  if (absl::Status s = base::WriteFileAtomic(dir + "/report.md", ReportMarkdown(report)); !s.ok()) {
     return s;
   }
-  if (absl::Status s = WriteFileAtomic(dir + "/report.html", ReportHtml(report)); !s.ok()) {
+  if (absl::Status s = base::WriteFileAtomic(dir + "/report.html", ReportHtml(report)); !s.ok()) {
     return s;
   }
-  return WriteFileAtomic(dir + "/junit.xml", ReportJunit(report));
+  return base::WriteFileAtomic(dir + "/junit.xml", ReportJunit(report));
 }
 
 }  // namespace spmdcheck::nightly

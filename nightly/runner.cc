@@ -9,20 +9,19 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/file.h"
+#include "base/process.h"
 #include "nightly/libfuzzer.h"
 #include "nightly/report.h"
 #include "nightly/state.h"
 #include "target/partitioner_under_test.h"
-#include "target/process.h"
 
 namespace spmdcheck::nightly {
 namespace fs = std::filesystem;
@@ -34,18 +33,9 @@ double SecondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The file's last `max_bytes` (a log may have run away), or "" when it cannot be read.
 std::string ReadText(const std::string& path, size_t max_bytes = size_t{4} << 20) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) return "";
-  file.seekg(0, std::ios::end);
-  const std::streamoff size = file.tellg();
-  const std::streamoff start = size > static_cast<std::streamoff>(max_bytes)
-                                   ? size - static_cast<std::streamoff>(max_bytes)
-                                   : 0;
-  file.seekg(start);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
+  return base::ReadFileTail(path, max_bytes).value_or("");
 }
 
 int64_t CountFiles(const std::string& dir) {
@@ -138,10 +128,9 @@ class Night {
   absl::Status RunLibFuzzer(TargetRun& target, double budget);
   // Runs argv with stdout and stderr appended to `log`, for up to `timeout` seconds, saving the
   // night (the target's spent time) every couple of seconds.
-  absl::StatusOr<target::ProcessResult> RunChild(TargetRun& target,
-                                                 const std::vector<std::string>& argv,
-                                                 const std::string& log, double timeout,
-                                                 bool track);
+  absl::StatusOr<base::ProcessResult> RunChild(TargetRun& target,
+                                               const std::vector<std::string>& argv,
+                                               const std::string& log, double timeout, bool track);
   absl::Status Save() { return state_.SaveNight(night_); }
   // Everything the night has on disk -> the findings database (idempotent).
   absl::Status Ingest();
@@ -312,23 +301,21 @@ absl::Status Night::Prepare() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<target::ProcessResult> Night::RunChild(TargetRun& target,
-                                                      const std::vector<std::string>& argv,
-                                                      const std::string& log, double timeout,
-                                                      bool track) {
+absl::StatusOr<base::ProcessResult> Night::RunChild(TargetRun& target,
+                                                    const std::vector<std::string>& argv,
+                                                    const std::string& log, double timeout,
+                                                    bool track) {
   std::error_code ec;
   fs::create_directories(fs::path(log).parent_path(), ec);
-  target::ProcessOptions process_options;
+  base::ProcessOptions process_options;
   process_options.env["SPMDCHECK_NIGHTLY_LOG"] = log;
   std::vector<std::string> shell = {"/bin/sh", "-c",
                                     "exec \"$0\" \"$@\" >>\"$SPMDCHECK_NIGHTLY_LOG\" 2>&1"};
   shell.insert(shell.end(), argv.begin(), argv.end());
-  {
-    std::ofstream header(log, std::ios::app);
-    header << "$ " << CommandLine(argv) << "\n";
-  }
-  absl::StatusOr<std::unique_ptr<target::ChildProcess>> child =
-      target::ChildProcess::Start(shell, process_options);
+  // The log's header line; when the log cannot be written the child's redirect says so.
+  base::AppendFile(log, absl::StrCat("$ ", CommandLine(argv), "\n")).IgnoreError();
+  absl::StatusOr<std::unique_ptr<base::ChildProcess>> child =
+      base::ChildProcess::Start(shell, process_options);
   if (!child.ok()) return child.status();
   const double spent_before = target.spent_seconds;
   const Clock::time_point start = Clock::now();
@@ -360,7 +347,7 @@ absl::StatusOr<target::ProcessResult> Night::RunChild(TargetRun& target,
       last_save = Clock::now();
     }
   }
-  target::ProcessResult result = (*child)->Wait(5);
+  base::ProcessResult result = (*child)->Wait(5);
   result.timed_out = result.timed_out || timed_out;
   if (track) {
     target.spent_seconds = spent_before + SecondsSince(start);
@@ -486,7 +473,7 @@ absl::Status Night::RunCampaign(TargetRun& target, double budget) {
   target.command = CommandLine(argv);
   // A campaign at its limit finishes the reduction in hand (90 s with XLA).
   const double timeout = static_cast<double>(seconds) * 1.25 + 150;
-  absl::StatusOr<target::ProcessResult> result =
+  absl::StatusOr<base::ProcessResult> result =
       RunChild(target, argv, dir + "/campaign.log", timeout, /*track=*/true);
   if (!result.ok()) {
     target.status = "error";
@@ -603,7 +590,7 @@ absl::Status Night::RunLibFuzzer(TargetRun& target, double budget) {
   target.command = CommandLine(argv);
   const int64_t corpus_before = CountFiles(corpus);
   const Clock::time_point start = Clock::now();
-  absl::StatusOr<target::ProcessResult> fuzzed = RunChild(
+  absl::StatusOr<base::ProcessResult> fuzzed = RunChild(
       target, argv, dir + "/fuzz.log", static_cast<double>(fuzz_seconds) + 60, /*track=*/true);
   const double fuzz_time = SecondsSince(start);
   if (!fuzzed.ok()) {
@@ -630,7 +617,7 @@ absl::Status Night::RunLibFuzzer(TargetRun& target, double budget) {
     if (fs::is_directory(d, ec)) merge.push_back(d);
   }
   merge.insert(merge.end(), seeds.begin(), seeds.end());
-  absl::StatusOr<target::ProcessResult> merged =
+  absl::StatusOr<base::ProcessResult> merged =
       RunChild(target, merge, dir + "/merge.log", std::max(60.0, budget), /*track=*/true);
   if (!merged.ok() || !merged->exited() || merged->exit_code != 0) {
     target.status = "error";
@@ -642,7 +629,7 @@ absl::Status Night::RunLibFuzzer(TargetRun& target, double budget) {
   std::vector<std::string> replay = {binary, "-runs=0"};
   replay.insert(replay.end(), flags.begin(), flags.end());
   replay.push_back(corpus);
-  absl::StatusOr<target::ProcessResult> replayed =
+  absl::StatusOr<base::ProcessResult> replayed =
       RunChild(target, replay, dir + "/coverage.log", std::max(60.0, budget), /*track=*/true);
   if (replayed.ok()) {
     const LibFuzzerStats kept = ParseLibFuzzerStats(ReadText(dir + "/coverage.log"));
@@ -689,7 +676,7 @@ absl::Status Night::AnalyzeArtifacts(TargetRun& target, const std::string& attem
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.push_back(file.string());
     const std::string log = attempt_dir + "/replay-" + file_name + ".log";
-    absl::StatusOr<target::ProcessResult> replayed =
+    absl::StatusOr<base::ProcessResult> replayed =
         RunChild(target, argv, log, 120, /*track=*/false);
     CrashInfo crash;
     if (replayed.ok() && replayed->exited() && replayed->exit_code == 0) {
@@ -728,7 +715,7 @@ absl::Status Night::AnalyzeArtifacts(TargetRun& target, const std::string& attem
           {"reproduce", reproduce},
           {"replay_without_sanitizers", "build/fuzz/" + name + "_replay " + kept + "/input"},
           {"regression", "cp " + kept + "/input corpus/regressions-" + name + "/<what-it-is>"}};
-      if (absl::Status s = WriteFileAtomic(temp + "/finding.json", finding.dump(2) + "\n");
+      if (absl::Status s = base::WriteFileAtomic(temp + "/finding.json", finding.dump(2) + "\n");
           !s.ok()) {
         return s;
       }
@@ -740,7 +727,7 @@ absl::Status Night::AnalyzeArtifacts(TargetRun& target, const std::string& attem
                         {"summary", crash.summary},
                         {"folder", kept_rel},
                         {"reproduce", reproduce}};
-    if (absl::Status s = WriteFileAtomic(cache_path, cache.dump(2) + "\n"); !s.ok()) return s;
+    if (absl::Status s = base::WriteFileAtomic(cache_path, cache.dump(2) + "\n"); !s.ok()) return s;
     out_ << "  " << target.name << ": " << file_name << " -> " << signature << "\n";
   }
   std::set<std::string> signatures(target.signatures.begin(), target.signatures.end());

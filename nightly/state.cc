@@ -1,26 +1,17 @@
 #include "nightly/state.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <ctime>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file.h"
 #include "check/signature.h"
 
 namespace spmdcheck::nightly {
 namespace {
-
-absl::Status Errno(absl::string_view what, const std::string& path) {
-  return absl::UnavailableError(absl::StrCat("cannot ", what, " ", path, ": ", strerror(errno)));
-}
 
 template <typename T>
 T Get(const nlohmann::json& json, const char* key, T fallback) {
@@ -31,55 +22,10 @@ T Get(const nlohmann::json& json, const char* key, T fallback) {
 
 }  // namespace
 
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view content) {
-  const std::filesystem::path target(path);
-  std::error_code ec;
-  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
-  if (ec) return absl::UnavailableError(absl::StrCat("cannot create the directory of ", path));
-  const std::string temp = absl::StrCat(path, ".tmp-", getpid());
-  const int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Errno("write", temp);
-  size_t written = 0;
-  while (written < content.size()) {
-    const ssize_t n = write(fd, content.data() + written, content.size() - written);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      absl::Status status = Errno("write", temp);
-      close(fd);
-      unlink(temp.c_str());
-      return status;
-    }
-    written += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    absl::Status status = Errno("write", temp);
-    unlink(temp.c_str());
-    return status;
-  }
-  if (rename(temp.c_str(), path.c_str()) != 0) {
-    absl::Status status = Errno("rename to", path);
-    unlink(temp.c_str());
-    return status;
-  }
-  // The rename itself is durable once the directory is synced.
-  const std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
-  const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    fsync(dir_fd);
-    close(dir_fd);
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) {
-    if (!std::filesystem::exists(path)) return absl::NotFoundError(absl::StrCat("no ", path));
-    return absl::UnavailableError(absl::StrCat("cannot read ", path));
-  }
-  std::stringstream text;
-  text << file.rdbuf();
-  nlohmann::json json = nlohmann::json::parse(text.str(), nullptr, /*allow_exceptions=*/false);
+  absl::StatusOr<std::string> text = base::ReadFile(path);
+  if (!text.ok()) return text.status();
+  nlohmann::json json = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
   if (json.is_discarded() || !json.is_object()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not a JSON object"));
   }
@@ -317,7 +263,7 @@ absl::StatusOr<std::vector<std::string>> StateDir::LoadNights() const {
 
 absl::Status StateDir::SaveNights(const std::vector<std::string>& nights) const {
   nlohmann::json json = {{"schema", "spmdcheck-nightly-state/1"}, {"nights", nights}};
-  return WriteFileAtomic(StatePath(), json.dump(2) + "\n");
+  return base::WriteFileAtomic(StatePath(), json.dump(2) + "\n");
 }
 
 absl::StatusOr<NightRecord> StateDir::LoadNight(const std::string& night) const {
@@ -332,7 +278,7 @@ absl::StatusOr<NightRecord> StateDir::LoadNight(const std::string& night) const 
 }
 
 absl::Status StateDir::SaveNight(const NightRecord& night) const {
-  return WriteFileAtomic(NightPath(night.id), night.ToJson().dump(2) + "\n");
+  return base::WriteFileAtomic(NightPath(night.id), night.ToJson().dump(2) + "\n");
 }
 
 absl::StatusOr<FindingsDb> StateDir::LoadFindings() const {
@@ -347,7 +293,7 @@ absl::StatusOr<FindingsDb> StateDir::LoadFindings() const {
 }
 
 absl::Status StateDir::SaveFindings(const FindingsDb& db) const {
-  return WriteFileAtomic(FindingsPath(), db.ToJson().dump(2) + "\n");
+  return base::WriteFileAtomic(FindingsPath(), db.ToJson().dump(2) + "\n");
 }
 
 bool ValidNightName(absl::string_view name) {

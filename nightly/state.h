@@ -27,10 +27,8 @@
 
 namespace spmdcheck::nightly {
 
-// Writes `content` to `path` atomically: PATH.tmp-PID in the same directory, fsync, rename,
-// fsync of the directory. An error names the path.
-absl::Status WriteFileAtomic(const std::string& path, absl::string_view content);
 // Reads a JSON file: NotFound when absent, InvalidArgument (naming the file) when malformed.
+// (State files are written with base::WriteFileAtomic.)
 absl::StatusOr<nlohmann::json> ReadJsonFile(const std::string& path);
 
 // One target of a night and how far it got. Kinds: "canary" (the reference partitioner with an

@@ -20,6 +20,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/status.h"
 #include "ir/verifier.h"
 #include "partitioner/injected_bugs.h"
 #include "partitioner/partition_context.h"
@@ -156,9 +157,8 @@ class ModulePartitioner {
       state_.handler_start[builder.computation()] = before;
       absl::StatusOr<PartitionedValue> value = PartitionOne(*instruction, target, context);
       if (!value.ok()) {
-        return absl::Status(value.status().code(), absl::StrCat(instruction->name(), " (line ",
-                                                                instruction->location().line,
-                                                                "): ", value.status().message()));
+        return base::WithContext(value.status(), absl::StrCat(instruction->name(), " (line ",
+                                                              instruction->location().line, ")"));
       }
       HloInstruction* local = value->local;
       if (local != nullptr && local->index_in_parent() >= before) {

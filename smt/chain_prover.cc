@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status.h"
 #include "partitioner/sharding_util.h"
 #include "smt/chain_encoding.h"
 #include "smt/chain_model.h"
@@ -269,8 +270,7 @@ absl::StatusOr<ShardingLayout> EndLayout(const PreparedChain& chain, int64_t num
   absl::StatusOr<ShardingLayout> layout =
       MakeShardingLayout(*sharding, num_partitions, chain.end->shape().rank());
   if (!layout.ok()) {
-    return absl::Status(layout.status().code(),
-                        absl::StrCat(chain.end->name(), ": ", layout.status().message()));
+    return base::WithContext(layout.status(), chain.end->name());
   }
   return layout;
 }

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/status.h"
 #include "smt/rewrite_expr.h"
 #include "smt/rewrite_semantics.h"
 
@@ -69,7 +70,7 @@ class ParseError {
  public:
   ParseError(std::string path, int line, int col, std::string message)
       : status_(absl::InvalidArgumentError(
-            absl::StrCat(path, ":", line, ":", col, ": error: ", message))) {}
+            absl::StrCat(base::SourceLocation(path, line, col), ": error: ", message))) {}
   absl::Status status() const { return status_; }
 
  private:

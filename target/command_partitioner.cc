@@ -3,15 +3,14 @@
 #include <stdlib.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
+#include "base/process.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
-#include "target/process.h"
 
 namespace spmdcheck::target {
 namespace {
@@ -37,19 +36,17 @@ absl::StatusOr<PartitionOutput> CommandPartitioner::Partition(const HloModule& g
   } cleanup{dir};
   const std::string in = dir + "/in.hlo";
   const std::string out = dir + "/out.hlo";
-  {
-    std::ofstream file(in);
-    file << PrintModule(global);
-    if (!file.good()) return absl::InternalError(absl::StrCat("cannot write ", in));
+  if (absl::Status written = base::WriteFile(in, PrintModule(global)); !written.ok()) {
+    return absl::InternalError(written.message());
   }
   // `sh -c 'COMMAND "$@"' sh IN OUT --num-partitions N`: the user's command as written (it may
   // carry its own arguments), our arguments passed without any quoting trouble.
   const std::vector<std::string> argv = {
       "/bin/sh", "-c", command_ + " \"$@\"", "sh",
       in,        out,  "--num-partitions",   absl::StrCat(num_partitions)};
-  ProcessOptions process;
+  base::ProcessOptions process;
   process.timeout_seconds = timeout_seconds_;
-  absl::StatusOr<ProcessResult> run = RunProcess(argv, process);
+  absl::StatusOr<base::ProcessResult> run = base::RunProcess(argv, process);
   if (!run.ok()) {
     output.status = PartitionStatus::kUnavailable;
     output.message = std::string(run.status().message());
@@ -76,15 +73,17 @@ absl::StatusOr<PartitionOutput> CommandPartitioner::Partition(const HloModule& g
         stderr_tail.empty() ? absl::StrCat("'", command_, "' ", run->Describe()) : stderr_tail;
     return output;
   }
-  std::ifstream file(out);
-  if (!file) {
+  absl::StatusOr<std::string> text = base::ReadFile(out);
+  if (!text.ok()) {
     output.status = PartitionStatus::kCrash;
-    output.message = absl::StrCat("'", command_, "' exited 0 but wrote no ", out);
+    output.message =
+        absl::IsNotFound(text.status())
+            ? absl::StrCat("'", command_, "' exited 0 but wrote no ", out)
+            : absl::StrCat("'", command_,
+                           "' exited 0 but its output cannot be read: ", text.status().message());
     return output;
   }
-  std::stringstream text;
-  text << file.rdbuf();
-  output.partitioned_text = text.str();
+  output.partitioned_text = *std::move(text);
   absl::StatusOr<ParsedModule> parsed =
       ParseHloModule(output.partitioned_text, {.path = "<partitioned by " + command_ + ">"});
   if (!parsed.ok()) {

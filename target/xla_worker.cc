@@ -8,8 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -19,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/file.h"
 #include "ir/data_dir.h"
 #include "ir/primitive_type.h"
 
@@ -108,13 +107,13 @@ absl::Status XlaWorker::EnsureStarted(int64_t devices_needed) {
     return absl::UnavailableError(unavailable_reason_);
   }
   devices_ = std::max<int64_t>({options_.devices, devices_needed, devices_});
-  ProcessOptions process;
+  base::ProcessOptions process;
   process.env["PYTHONUNBUFFERED"] = "1";
   process.env["TF_CPP_MIN_LOG_LEVEL"] = "1";
-  absl::StatusOr<std::unique_ptr<ChildProcess>> child =
-      ChildProcess::Start({options_.python, "-u", options_.worker_script, "--devices",
-                           absl::StrCat(devices_), "--scratch", scratch_},
-                          process);
+  absl::StatusOr<std::unique_ptr<base::ChildProcess>> child =
+      base::ChildProcess::Start({options_.python, "-u", options_.worker_script, "--devices",
+                                 absl::StrCat(devices_), "--scratch", scratch_},
+                                process);
   if (!child.ok()) {
     unavailable_reason_ = std::string(child.status().message());
     return absl::UnavailableError(unavailable_reason_);
@@ -172,12 +171,12 @@ bool XlaWorker::ReadsNamedShardings() {
 }
 
 std::string XlaWorker::RequestLog(int64_t id) const {
-  std::ifstream in(absl::StrCat(scratch_, "/request-", id, ".log"));
-  if (!in) return "";
-  std::stringstream text;
-  text << in.rdbuf();
-  // A runaway log is cut to its last MiB; XLA's CHECK line and stack fit in far less.
-  return Tail(text.str(), 1 << 20);
+  // A runaway log is cut to its last MiB; XLA's CHECK line and stack fit in far less. One byte
+  // more is read so that Tail marks a cut log.
+  constexpr size_t kKept = size_t{1} << 20;
+  absl::StatusOr<std::string> text =
+      base::ReadFileTail(absl::StrCat(scratch_, "/request-", id, ".log"), kKept + 1);
+  return text.ok() ? Tail(*text, kKept) : "";
 }
 
 absl::StatusOr<WorkerAnswer> XlaWorker::Call(const std::string& method,
@@ -200,7 +199,7 @@ absl::StatusOr<WorkerAnswer> XlaWorker::Call(const std::string& method,
                                                       " s; the worker was killed"));
     }
     // The worker died mid-request: XLA's CHECK failure, an abort, the OOM killer.
-    const ProcessResult ended = child_->Wait(5);
+    const base::ProcessResult ended = child_->Wait(5);
     std::string log = RequestLog(id);
     if (log.empty()) log = ended.stderr_text;
     child_.reset();

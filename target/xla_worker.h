@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/process.h"
 #include "ir/literal.h"
 #include "nlohmann/json.hpp"
-#include "target/process.h"
 
 namespace spmdcheck::target {
 
@@ -95,7 +95,7 @@ class XlaWorker {
   XlaWorkerOptions options_;
   std::string scratch_;
   bool own_scratch_ = false;
-  std::unique_ptr<ChildProcess> child_;
+  std::unique_ptr<base::ChildProcess> child_;
   int64_t devices_ = 0;
   int64_t requests_in_process_ = 0;
   int64_t live_executables_ = 0;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/match.h"
+#include "base/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nightly/libfuzzer.h"
@@ -45,8 +46,8 @@ int Occurrences(const std::string& text, const std::string& what) {
 TEST(AtomicFile, WritesReplacesAndLeavesNoTemporaryFile) {
   const std::string dir = TempDir("atomic");
   const std::string path = dir + "/sub/state.json";
-  ASSERT_TRUE(WriteFileAtomic(path, "{\"a\": 1}\n").ok());
-  ASSERT_TRUE(WriteFileAtomic(path, "{\"a\": 2}\n").ok());
+  ASSERT_TRUE(base::WriteFileAtomic(path, "{\"a\": 1}\n").ok());
+  ASSERT_TRUE(base::WriteFileAtomic(path, "{\"a\": 2}\n").ok());
   EXPECT_EQ(Slurp(path), "{\"a\": 2}\n");
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir + "/sub")) {
@@ -68,7 +69,7 @@ TEST(AtomicFile, ReadErrorsSayWhat) {
   EXPECT_THAT(std::string(status.message()), HasSubstr("bad.json"));
   // A write into a path that cannot be a directory fails with the path named.
   std::ofstream(dir + "/file") << "x";
-  status = WriteFileAtomic(dir + "/file/inside.json", "{}");
+  status = base::WriteFileAtomic(dir + "/file/inside.json", "{}");
   EXPECT_FALSE(status.ok());
   EXPECT_THAT(std::string(status.message()), HasSubstr("file/inside.json"));
 }

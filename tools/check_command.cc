@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -15,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/file.h"
 #include "check/check_pipeline.h"
 #include "check/pass_bisection.h"
 #include "check/signature.h"
@@ -133,9 +133,9 @@ void WriteDump(const std::string& dir, const std::string& spec, const std::strin
   std::string safe;
   for (char c : spec) safe += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   const std::string path = absl::StrCat(dir, "/", safe.substr(0, 40), ".", what, ".hlo");
-  std::ofstream file(path);
-  file << text;
-  out << "dumped: " << path << (file.good() ? "" : " (write failed)") << "\n";
+  const absl::Status written = base::WriteFile(path, text);
+  out << "dumped: " << path << (written.ok() ? "" : absl::StrCat(" (", written.message(), ")"))
+      << "\n";
 }
 
 // Prints one partitioner's verdict; returns its exit code.

@@ -1,10 +1,6 @@
 #include "tools/cli.h"
 
-#include <sys/stat.h>
-
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -13,7 +9,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "ir/hlo_parser.h"
 
 namespace spmdcheck::cli {
 
@@ -154,25 +149,6 @@ CLI::Validator Number() {
 }
 
 CLI::Validator InputFile() { return CLI::Validator(CLI::ExistingFile).description(""); }
-
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  struct stat info;
-  if (stat(path.c_str(), &info) != 0) {
-    return absl::NotFoundError(absl::StrCat(path, ": error: no such file"));
-  }
-  if (S_ISDIR(info.st_mode)) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": error: is a directory"));
-  }
-  if (static_cast<size_t>(info.st_size) > kMaxInputBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": error: the file is ", info.st_size,
-                                                   " bytes; inputs over 1 GiB are not accepted"));
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::PermissionDeniedError(absl::StrCat(path, ": error: cannot open"));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 int BadInput(std::ostream& err, absl::string_view command, absl::string_view message) {
   if (absl::StrContains(message, ": error: ")) {

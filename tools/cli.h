@@ -75,9 +75,6 @@ CLI::Option* AddOptional(CLI::App& app, const std::string& name, std::optional<T
       name, [&value](const T& given) { value = given; }, description);
 }
 
-// Reads a whole file; clear errors for missing files, directories and files over 1 GiB.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
-
 // Prints `spmdcheck <command>: error: MESSAGE` (or the message as is when it already carries a
 // location) and returns kExitBadInput.
 int BadInput(std::ostream& err, absl::string_view command, absl::string_view message);

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "explain/explain.h"
 #include "explain/ifrt_program.h"
 #include "explain/mpmd_explanation.h"
@@ -99,7 +100,7 @@ int RunExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
   if (n < 0 || n > 65536) {
     return BadInput(err, "explain", "--num-partitions must be in [1, 65536]");
   }
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = base::ReadFile(path);
   if (!text.ok()) return BadInput(err, "explain", text.status().message());
   if (explain::LooksLikeIfrtProgram(*text)) {
     if (format == "html" || global_path.has_value() || mesh_spec.has_value()) {
@@ -126,7 +127,7 @@ int RunExplain(const std::vector<std::string>& argv, std::ostream& out, std::ost
   std::unique_ptr<HloModule> global;
   std::optional<explain::ModuleSource> global_source;
   if (global_path.has_value()) {
-    absl::StatusOr<std::string> global_text = ReadFile(*global_path);
+    absl::StatusOr<std::string> global_text = base::ReadFile(*global_path);
     if (!global_text.ok()) return BadInput(err, "explain", global_text.status().message());
     absl::StatusOr<std::unique_ptr<HloModule>> loaded = LoadVerifiedModule(*global_path, err);
     if (!loaded.ok()) return BadInput(err, "explain", loaded.status().message());

@@ -1,9 +1,9 @@
 // `spmdcheck fmt FILE [--fragment] [--no-metadata] [-o OUT]`: prints canonical HLO text.
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "base/file.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "tools/cli.h"
@@ -44,9 +44,9 @@ int RunFmt(const std::vector<std::string>& argv, std::ostream& out, std::ostream
   print_options.print_metadata = !no_metadata;
   const std::string printed = PrintModule(*parsed->module, print_options);
   if (output.has_value()) {
-    std::ofstream file(*output);
-    if (!file) return BadInput(err, "fmt", *output + ": error: cannot write");
-    file << printed;
+    if (absl::Status written = base::WriteFile(*output, printed); !written.ok()) {
+      return BadInput(err, "fmt", written.message());
+    }
   } else {
     out << printed;
   }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/strip.h"
+#include "base/file.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/sdy_sharding_round_trip.h"
@@ -64,7 +65,7 @@ bool LooksLikeMlir(absl::string_view text) {
 }
 
 absl::StatusOr<std::string> ReadModuleText(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = base::ReadFile(path);
   if (!text.ok() || !LooksLikeMlir(*text)) return text;
   absl::StatusOr<std::unique_ptr<HloModule>> module = ImportMlir(*text, path, nullptr);
   if (!module.ok()) return module.status();
@@ -73,7 +74,7 @@ absl::StatusOr<std::string> ReadModuleText(const std::string& path) {
 
 absl::StatusOr<std::unique_ptr<HloModule>> LoadVerifiedModule(const std::string& path,
                                                               std::ostream& err) {
-  absl::StatusOr<std::string> raw = ReadFile(path);
+  absl::StatusOr<std::string> raw = base::ReadFile(path);
   if (!raw.ok()) return raw.status();
   std::unique_ptr<HloModule> module;
   std::vector<std::string> warnings;

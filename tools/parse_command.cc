@@ -68,7 +68,7 @@ int RunParse(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   for (const std::string& path : files) {
     absl::StatusOr<std::string> text = ReadModuleText(path);
     if (!text.ok()) {
-      err << text.status().message() << "\n";
+      BadInput(err, "parse", text.status().message());  // Said as any bad input; the run goes on.
       ++failed;
       continue;
     }

@@ -1,11 +1,11 @@
 // `spmdcheck partition FILE [--partitioner SPEC] [--num-partitions N] [-o OUT] [--stats]
 // [--inject-bug NAME]`: the partitioner under test on one module (see docs/partition.md).
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "ir/hlo_printer.h"
 #include "partitioner/cost_model.h"
 #include "partitioner/partitioner.h"
@@ -112,9 +112,9 @@ int RunPartition(const std::vector<std::string>& argv, std::ostream& out, std::o
   const std::string text = result->partitioned_text.empty() ? PrintModule(*result->partitioned)
                                                             : result->partitioned_text;
   if (output.has_value()) {
-    std::ofstream file(*output);
-    file << text;
-    if (!file) return BadInput(err, "partition", absl::StrCat("cannot write ", *output));
+    if (absl::Status written = base::WriteFile(*output, text); !written.ok()) {
+      return BadInput(err, "partition", written.message());
+    }
   } else {
     out << text;
   }

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "base/file.h"
 #include "ir/hlo_module.h"
 #include "ir/hlo_parser.h"
 #include "ir/replica_groups.h"
@@ -116,7 +117,7 @@ absl::Status Invalid(absl::string_view message) { return absl::InvalidArgumentEr
 // a command-line argument may be).
 absl::StatusOr<std::string> FlagText(const std::string& text) {
   if (text.empty() || text[0] != '@') return text;
-  return ReadFile(text.substr(1));
+  return base::ReadFile(text.substr(1));
 }
 
 absl::StatusOr<HloSharding> ShardingFlag(const std::string& text) {
@@ -332,7 +333,7 @@ int RunChainVerb(const std::string& verb, const std::vector<std::string>& argv, 
   if (global_path.has_value()) {
     absl::StatusOr<std::unique_ptr<HloModule>> global = LoadVerifiedModule(*global_path, err);
     if (!global.ok()) return BadInput(err, name, global.status().message());
-    absl::StatusOr<std::string> text = ReadFile(paths[0]);
+    absl::StatusOr<std::string> text = base::ReadFile(paths[0]);
     if (!text.ok()) return BadInput(err, name, text.status().message());
     std::string checked;
     const smt::ProofResult result =

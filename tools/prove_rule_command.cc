@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/file.h"
 #include "smt/rewrite_catalog.h"
 #include "smt/rewrite_rules.h"
 #include "smt/rule_language.h"
@@ -42,7 +43,7 @@ int RunProveRule(const std::vector<std::string>& argv, std::ostream& out, std::o
   CatalogFlags catalog;
   AddCatalogFlags(command.app(), catalog);
   if (std::optional<int> done = command.Parse(argv, out, err)) return *done;
-  absl::StatusOr<std::string> text = ReadFile(path);
+  absl::StatusOr<std::string> text = base::ReadFile(path);
   if (!text.ok()) return BadInput(err, command.name(), text.status().message());
   absl::StatusOr<std::vector<smt::rw::RuleDef>> rules = smt::rw::ParseRules(*text, path);
   if (!rules.ok()) return BadInput(err, command.name(), rules.status().message());

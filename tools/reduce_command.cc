@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,13 +16,14 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/file.h"
+#include "base/process.h"
 #include "check/check_pipeline.h"
 #include "check/signature.h"
 #include "fuzz/reducer.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "oracle/equivalence.h"
-#include "target/process.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
 #include "tools/partitioner_flags.h"
@@ -117,15 +117,6 @@ std::string ShellQuote(absl::string_view text) {
   return out + "'";
 }
 
-absl::Status WriteFile(const std::string& path, absl::string_view text) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) return absl::InvalidArgumentError(absl::StrCat("cannot write ", path));
-  f << text;
-  f.close();
-  if (!f) return absl::InvalidArgumentError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
-
 // A temporary .hlo file, removed when this goes away.
 class TempFile {
  public:
@@ -203,13 +194,15 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
     what = absl::StrCat("--until-cmd ", until_cmd);
     const double timeout = choice->options.command_timeout_seconds;
     interesting = [until_cmd, timeout, &temp](const HloModule& m) -> absl::StatusOr<bool> {
-      absl::Status written = WriteFile(temp.path(), PrintModule(m));
-      if (!written.ok()) return written;
-      target::ProcessOptions process;
+      // InvalidArgument, as the reducer reports a predicate's bad input (any other code of a
+      // failed write could read as "not interesting").
+      absl::Status written = base::WriteFile(temp.path(), PrintModule(m));
+      if (!written.ok()) return absl::InvalidArgumentError(written.message());
+      base::ProcessOptions process;
       process.timeout_seconds = timeout;
       process.max_output_bytes = 4096;
-      absl::StatusOr<target::ProcessResult> run = target::RunProcess(
-          target::ShellCommand(absl::StrCat(until_cmd, " ", ShellQuote(temp.path()))), process);
+      absl::StatusOr<base::ProcessResult> run = base::RunProcess(
+          base::ShellCommand(absl::StrCat(until_cmd, " ", ShellQuote(temp.path()))), process);
       if (!run.ok()) return absl::InternalError(absl::StrCat("cannot run: ", until_cmd));
       return run->exited() && run->exit_code == 0;
     };
@@ -281,7 +274,7 @@ int RunReduce(const std::vector<std::string>& argv, std::ostream& out, std::ostr
     err << "spmdcheck reduce: unknown: the predicate failed: " << result.status().message() << "\n";
     return kExitUnknown;
   }
-  absl::Status written = WriteFile(out_path, result->hlo_text);
+  absl::Status written = base::WriteFile(out_path, result->hlo_text);
   if (!written.ok()) return BadInput(err, "reduce", written.message());
   const fuzz::ReduceReport& r = result->report;
   out << "reduce: " << path << " (" << what << ")\n";

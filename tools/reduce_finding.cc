@@ -1,7 +1,6 @@
 #include "tools/reduce_finding.h"
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -11,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/file.h"
 #include "check/check_pipeline.h"
 #include "check/version_matrix.h"
 #include "fuzz/finding_handover.h"
@@ -36,14 +36,15 @@ std::string FlagIn(const std::string& command, const std::string& flag) {
 int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, std::ostream& out,
                      std::ostream& err) {
   const std::filesystem::path folder(dir);
-  std::ifstream json_file(folder / "finding.json");
-  if (!json_file) {
+  const absl::StatusOr<std::string> json_text = base::ReadFile((folder / "finding.json").string());
+  if (absl::IsNotFound(json_text.status())) {
     return BadInput(err, "reduce",
                     absl::StrCat(dir,
                                  " is a directory without finding.json: give a finding "
                                  "folder a campaign wrote, or a module file"));
   }
-  const nlohmann::json finding = nlohmann::json::parse(json_file, nullptr, false);
+  if (!json_text.ok()) return BadInput(err, "reduce", json_text.status().message());
+  const nlohmann::json finding = nlohmann::json::parse(*json_text, nullptr, false);
   if (!finding.is_object() || !finding.contains("signature") || !finding.contains("partitioner")) {
     return BadInput(err, "reduce",
                     absl::StrCat((folder / "finding.json").string(),

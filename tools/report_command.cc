@@ -1,7 +1,6 @@
 // `spmdcheck report DIR [-o FILE]`: the issue an XLA engineer would want for a finding folder
 // of `spmdcheck fuzz` (see docs/report.md).
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -12,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/file.h"
 #include "nlohmann/json.hpp"
 #include "target/partitioner_under_test.h"
 #include "tools/cli.h"
@@ -29,11 +29,9 @@ public jax API; else the HLO module), expected vs actual, the partitioned HLO ar
 wrong instruction, the pass that broke it when known, and how it was found. To stdout, or FILE.)";
 
 std::optional<std::string> ReadText(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  absl::StatusOr<std::string> text = base::ReadFile(path.string());
+  if (!text.ok()) return std::nullopt;
+  return *std::move(text);
 }
 
 // `name` at the start of "name (line N) should hold ...".
@@ -180,8 +178,9 @@ int RunReport(const std::vector<std::string>& argv, std::ostream& out, std::ostr
      << "Check it again: `" << f.value("reproduce", "") << "`\n";
 
   if (const std::optional<std::string>& path = output) {
-    std::ofstream file(*path);
-    if (!(file << md.str())) return BadInput(err, "report", absl::StrCat("cannot write ", *path));
+    if (absl::Status written = base::WriteFile(*path, md.str()); !written.ok()) {
+      return BadInput(err, "report", written.message());
+    }
     out << "wrote " << *path << "\n";
   } else {
     out << md.str();

@@ -1,7 +1,6 @@
 // `spmdcheck repro MODULE --jax -o repro.py [--partitioner SPEC] [--seed S] [--trial T]
 // [--num-partitions N]`: a standalone script that reproduces a partitioning with nothing but
 // jax (see docs/repro.md and check/repro_script.h).
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/file.h"
 #include "check/repro_script.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
@@ -92,10 +92,9 @@ int RunRepro(const std::vector<std::string>& argv, std::ostream& out, std::ostre
   }
   absl::StatusOr<std::string> text = check::RenderReproScript(*script);
   if (!text.ok()) return BadInput(err, "repro", text.status().message());
-  std::ofstream file(out_path, std::ios::binary | std::ios::trunc);
-  file << *text;
-  file.close();
-  if (!file) return BadInput(err, "repro", absl::StrCat("cannot write ", out_path));
+  if (absl::Status written = base::WriteFile(out_path, *text); !written.ok()) {
+    return BadInput(err, "repro", written.message());
+  }
   out << "wrote " << out_path << " (" << check::ReproModeName(script->mode) << ", "
       << script->num_partitions << " devices, jax " << script->jax_version << "): python "
       << out_path << "\n";

@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "base/file.h"
 #include "ir/hlo_parser.h"
 #include "ir/mesh.h"
 #include "ir/partition_spec.h"
@@ -460,7 +461,7 @@ int RunShow(const VerbArgs& args, std::ostream& out, std::ostream& err) {
                                                 ? viz::ShardingSvg(*sharding, *shape, options)
                                                 : viz::ShardingHtml(*sharding, *shape, options);
       if (!picture.ok()) return BadInput(err, kCommand, picture.status().message());
-      absl::Status written = viz::WriteTextFile(**file, *picture);
+      absl::Status written = base::WriteFile(**file, *picture);
       if (!written.ok()) return BadInput(err, kCommand, written.message());
     }
   }

@@ -1,7 +1,6 @@
 #include "viz/html.h"
 
 #include <cmath>
-#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -96,15 +95,6 @@ std::string Page(absl::string_view title, absl::string_view body) {
                       "<title>", Escape(title), "</title>\n<style>", kStyle,
                       "</style>\n</head>\n<body>\n", body, "\n<script>", kScript,
                       "</script>\n</body>\n</html>\n");
-}
-
-absl::Status WriteTextFile(const std::string& path, absl::string_view text) {
-  std::ofstream file(path, std::ios::binary);
-  if (!file) return absl::InvalidArgumentError(absl::StrCat(path, ": cannot write"));
-  file << text;
-  file.close();
-  if (!file) return absl::InvalidArgumentError(absl::StrCat(path, ": write failed"));
-  return absl::OkStatus();
 }
 
 }  // namespace spmdcheck::viz

@@ -6,7 +6,6 @@
 #include <cstdint>
 #include <string>
 
-#include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 
 namespace spmdcheck::viz {
@@ -21,9 +20,6 @@ std::string GroupColor(int64_t group);
 
 // A whole self-contained HTML page: `title`, the shared style and hover script, `body`.
 std::string Page(absl::string_view title, absl::string_view body);
-
-// Writes `text` to `path`; an error names the path.
-absl::Status WriteTextFile(const std::string& path, absl::string_view text);
 
 }  // namespace spmdcheck::viz
 

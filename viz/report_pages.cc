@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/file.h"
 #include "ir/hlo_opcode.h"
 #include "ir/hlo_parser.h"
 #include "oracle/equivalence.h"
@@ -351,7 +352,9 @@ std::string CheckPage::Html() const {
   return Page(absl::StrCat("check ", path_), body);
 }
 
-absl::Status CheckPage::Write(const std::string& file) const { return WriteTextFile(file, Html()); }
+absl::Status CheckPage::Write(const std::string& file) const {
+  return base::WriteFile(file, Html());
+}
 
 std::string LintPageHtml(const lint::LintReport& report, const HloModule& module) {
   std::string body = absl::StrCat(
@@ -414,7 +417,7 @@ std::string LintPageHtml(const lint::LintReport& report, const HloModule& module
 
 absl::Status WriteLintPage(const std::string& file, const lint::LintReport& report,
                            const HloModule& module) {
-  return WriteTextFile(file, LintPageHtml(report, module));
+  return base::WriteFile(file, LintPageHtml(report, module));
 }
 
 }  // namespace spmdcheck::viz

@@ -1,4 +1,4 @@
-#include "target/process.h"
+#include "base/process.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -17,7 +17,7 @@
 
 extern char** environ;
 
-namespace spmdcheck::target {
+namespace spmdcheck::base {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -63,7 +63,7 @@ absl::StatusOr<Spawned> Spawn(const std::vector<std::string>& argv, const Proces
     const std::string key = entry.substr(0, entry.find('='));
     if (options.env.count(key) == 0) env_strings.push_back(std::move(entry));
   }
-  for (const auto& [key, value] : options.env) env_strings.push_back(key + "=" + value);
+  for (const auto& [key, value] : options.env) env_strings.push_back(absl::StrCat(key, "=", value));
   std::vector<char*> envp;
   for (std::string& s : env_strings) envp.push_back(s.data());
   envp.push_back(nullptr);
@@ -404,4 +404,4 @@ std::string ChildProcess::StderrTail() {
   return stderr_tail_;
 }
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::base

@@ -1,9 +1,9 @@
 // The one process runner of spmdcheck: child processes in their own process group, with
 // timeouts, captured stdout/stderr (the tail kept), and a kill of the whole group. It serves the
-// XLA worker (a long-lived child spoken to line by line), `cmd:` partitioners and
-// `reduce --until-cmd` (run to completion).
-#ifndef SPMDCHECK_TARGET_PROCESS_H_
-#define SPMDCHECK_TARGET_PROCESS_H_
+// XLA worker (a long-lived child spoken to line by line), `cmd:` partitioners, the nightly job's
+// runs and `reduce --until-cmd` (run to completion).
+#ifndef SPMDCHECK_BASE_PROCESS_H_
+#define SPMDCHECK_BASE_PROCESS_H_
 
 #include <sys/types.h>
 
@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::base {
 
 struct ProcessOptions {
   // Wall-clock limit; the process group is killed (SIGKILL) when it is reached. 0: none.
@@ -92,6 +92,6 @@ class ChildProcess {
   std::chrono::steady_clock::time_point started_;
 };
 
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::base
 
-#endif  // SPMDCHECK_TARGET_PROCESS_H_
+#endif  // SPMDCHECK_BASE_PROCESS_H_

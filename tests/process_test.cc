@@ -1,5 +1,7 @@
 // The process runner: exit codes, output capture, timeouts that kill the whole process group,
 // missing programs, and the line-based child the XLA worker runs in.
+#include "base/process.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,9 +13,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "target/process.h"
 
-namespace spmdcheck::target {
+namespace spmdcheck::base {
 namespace {
 
 using ::testing::HasSubstr;
@@ -150,4 +151,4 @@ TEST(ChildProcess, DiesWithTheProcessThatStartedIt) {
 }
 
 }  // namespace
-}  // namespace spmdcheck::target
+}  // namespace spmdcheck::base
