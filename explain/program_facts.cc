@@ -9,8 +9,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "analysis/cost_model.h"
 #include "ir/holds_comment.h"
-#include "partitioner/cost_model.h"
 
 namespace spmdcheck::explain {
 namespace {
@@ -438,7 +438,7 @@ void ProgramFacts::AddCollectives() {
       c.executions = call->second.first;
       c.loop = call->second.second;
       c.manual = IsManualCollective(*h, annotations_);
-      c.bytes = partitioner::CostOfInstruction(*h, n).max_recv_bytes;
+      c.bytes = analysis::CostOfInstruction(*h, n).max_recv_bytes;
       c.axis_moved.assign(mesh_.num_axes(), false);
       if (h->opcode() == HloOpcode::kCollectivePermute ||
           h->opcode() == HloOpcode::kCollectivePermuteStart) {

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analysis/cost_model.h"
 #include "base/file.h"
 #include "base/status.h"
 #include "check/check_pipeline.h"
@@ -31,7 +32,6 @@
 #include "fuzz/sdy_program_gen.h"
 #include "ir/hlo_printer.h"
 #include "oracle/inputs.h"
-#include "partitioner/cost_model.h"
 #include "target/partitioner_under_test.h"
 
 namespace spmdcheck::fuzz {

@@ -9,12 +9,12 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "analysis/cost_model.h"
 #include "check/pass_bisection.h"
 #include "check/repro_script.h"
 #include "check/signature.h"
 #include "ir/hlo_printer.h"
 #include "oracle/inputs.h"
-#include "partitioner/cost_model.h"
 
 namespace spmdcheck::fuzz {
 namespace {
@@ -53,7 +53,7 @@ std::string FirstLineOf(const std::string& text) {
 }
 
 int64_t MaxRecvBytes(const HloModule& partitioned) {
-  return partitioner::CostOfModule(partitioned, partitioned.num_partitions()).total.max_recv_bytes;
+  return analysis::CostOfModule(partitioned, partitioned.num_partitions()).total.max_recv_bytes;
 }
 
 WastefulKind WastefulKindOf(const std::string& signature) {

@@ -15,10 +15,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "ir/hlo_opcode.h"
+#include "ir/sharding_algebra.h"
 #include "ir/tile_assignment.h"
 #include "lint/chains.h"
 #include "lint/search.h"
-#include "partitioner/sharding_util.h"
 #include "smt/chain_encoding.h"
 #include "smt/chain_model.h"
 #include "smt/chain_prover.h"
@@ -90,7 +90,7 @@ std::optional<HloSharding> ShardingFromOrigins(const std::vector<std::vector<int
     if (local[k] <= 0 || global[k] < local[k]) return std::nullopt;
     counts[k] = (global[k] + local[k] - 1) / local[k];
   }
-  std::vector<partitioner::DevicePlace> places(static_cast<size_t>(p));
+  std::vector<DevicePlace> places(static_cast<size_t>(p));
   std::vector<int64_t> used(rank, 1);
   for (int64_t d = 0; d < p; ++d) {
     if (origin[d].size() != rank) return std::nullopt;
@@ -104,7 +104,7 @@ std::optional<HloSharding> ShardingFromOrigins(const std::vector<std::vector<int
   }
   if (!allow_slice && used != counts) return std::nullopt;
   absl::StatusOr<HloSharding> built =
-      partitioner::BuildSharding(used, 1, p, [&](int64_t d) { return places[d]; });
+      BuildSharding(used, 1, p, [&](int64_t d) { return places[d]; });
   if (!built.ok()) return std::nullopt;
   return *std::move(built);
 }
@@ -418,8 +418,8 @@ class Inferrer {
         size_t count = 0;
         for (int64_t d : group) {
           if (d < 0 || d >= p_) return std::nullopt;
-          const partitioner::DevicePlace a = partitioner::PlaceOf(partial.tiles, rank, d);
-          const partitioner::DevicePlace b = partitioner::PlaceOf(partial.tiles, rank, group[0]);
+          const DevicePlace a = PlaceOf(partial.tiles, rank, d);
+          const DevicePlace b = PlaceOf(partial.tiles, rank, group[0]);
           if (a.data_index != b.data_index) return std::nullopt;
           merged.insert(partial.summed[d].begin(), partial.summed[d].end());
           count += partial.summed[d].size();
@@ -448,8 +448,7 @@ class Inferrer {
     std::optional<HloSharding> sa = ShardingOf(lhs), sb = ShardingOf(rhs);
     if (!runs_.data[lhs] && !runs_.per_partition[lhs]) sa = HloSharding::Replicate();
     if (!runs_.data[rhs] && !runs_.per_partition[rhs]) sb = HloSharding::Replicate();
-    if (!sa.has_value() || !sb.has_value() || !partitioner::IsPlannable(*sa) ||
-        !partitioner::IsPlannable(*sb)) {
+    if (!sa.has_value() || !sb.has_value() || !IsPlannable(*sa) || !IsPlannable(*sb)) {
       return std::nullopt;
     }
     const DotDimensionNumbers& dn = *h->attrs().dot_dimension_numbers;
@@ -470,8 +469,8 @@ class Inferrer {
     if (static_cast<int64_t>(dn.lhs_batch.size() + fa.size() + fb.size()) != h->shape().rank()) {
       return std::nullopt;
     }
-    const partitioner::TileIndex ta = partitioner::TileCounts(*sa, ra);
-    const partitioner::TileIndex tb = partitioner::TileCounts(*sb, rb);
+    const TileIndex ta = TileCounts(*sa, ra);
+    const TileIndex tb = TileCounts(*sb, rb);
     std::vector<int64_t> counts;
     for (size_t i = 0; i < dn.lhs_batch.size(); ++i) {
       if (ta[dn.lhs_batch[i]] != tb[dn.rhs_batch[i]]) return std::nullopt;
@@ -484,11 +483,11 @@ class Inferrer {
     }
     for (int64_t k : fa) counts.push_back(ta[k]);
     for (int64_t k : fb) counts.push_back(tb[k]);
-    std::vector<partitioner::DevicePlace> places(static_cast<size_t>(p_));
+    std::vector<DevicePlace> places(static_cast<size_t>(p_));
     std::vector<std::vector<int64_t>> contraction(static_cast<size_t>(p_));
     for (int64_t d = 0; d < p_; ++d) {
-      const partitioner::DevicePlace a = partitioner::PlaceOf(*sa, ra, d);
-      const partitioner::DevicePlace b = partitioner::PlaceOf(*sb, rb, d);
+      const DevicePlace a = PlaceOf(*sa, ra, d);
+      const DevicePlace b = PlaceOf(*sb, rb, d);
       for (size_t i = 0; i < dn.lhs_batch.size(); ++i) {
         if (a.data_index[dn.lhs_batch[i]] != b.data_index[dn.rhs_batch[i]]) return std::nullopt;
         places[d].data_index.push_back(a.data_index[dn.lhs_batch[i]]);
@@ -503,7 +502,7 @@ class Inferrer {
       for (int64_t k : fb) places[d].data_index.push_back(b.data_index[k]);
     }
     absl::StatusOr<HloSharding> built =
-        partitioner::BuildSharding(counts, 1, p_, [&](int64_t d) { return places[d]; });
+        BuildSharding(counts, 1, p_, [&](int64_t d) { return places[d]; });
     if (!built.ok()) return std::nullopt;
     if (split_contraction) {
       PartialSums partial{*built, {}, 0};

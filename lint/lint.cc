@@ -30,15 +30,15 @@
 namespace spmdcheck::lint {
 namespace {
 
-using partitioner::CollectiveCost;
+using analysis::CollectiveCost;
 
 ChainCost PriceModule(const HloModule& module, int64_t num_partitions,
                       const std::optional<Topology>& topology) {
   ChainCost cost;
-  cost.flat = partitioner::CostOfModule(module, num_partitions).total;
+  cost.flat = analysis::CostOfModule(module, num_partitions).total;
   if (topology.has_value()) {
-    const partitioner::DomainWeights weights = topology->Weights();
-    cost.topology = partitioner::CostOfModule(module, num_partitions, &weights).total;
+    const analysis::DomainWeights weights = topology->Weights();
+    cost.topology = analysis::CostOfModule(module, num_partitions, &weights).total;
   }
   return cost;
 }
@@ -549,7 +549,7 @@ class ChainLinter {
   std::optional<Finding> Search(const Chain& chain, const std::string& label,
                                 const HloModule& original, const GlobalChain& global,
                                 const Finding& base) {
-    std::optional<partitioner::DomainWeights> weights;
+    std::optional<analysis::DomainWeights> weights;
     if (options_.topology.has_value()) weights = options_.topology->Weights();
     absl::StatusOr<SearchResult> search = SearchShardings(
         global, chain.source->sharding().value_or(HloSharding::Replicate()), *chain.end->sharding(),
@@ -680,8 +680,7 @@ void SharedValues(const std::vector<Chain>& chains, int64_t num_partitions, Lint
           if (IsCollective(h->opcode())) kept.insert(h);
         }
       }
-      for (const HloInstruction* h : kept)
-        total += partitioner::CostOfInstruction(*h, num_partitions);
+      for (const HloInstruction* h : kept) total += analysis::CostOfInstruction(*h, num_partitions);
       return total;
     };
     const CollectiveCost current = cost_of(0);

@@ -14,11 +14,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "analysis/cost_model.h"
 #include "ir/hlo_module.h"
 #include "ir/mesh.h"
 #include "lint/inference.h"
 #include "lint/topology.h"
-#include "partitioner/cost_model.h"
 
 namespace spmdcheck::lint {
 
@@ -36,11 +36,11 @@ struct ShardingCause {
   std::string jax;
 };
 
-// Cost of a chain: the flat alpha-beta figures (partitioner/cost_model.h) and, with a topology,
+// Cost of a chain: the flat alpha-beta figures (analysis/cost_model.h) and, with a topology,
 // the same traffic with bytes that cross a fast domain weighted (lint/topology.h).
 struct ChainCost {
-  partitioner::CollectiveCost flat;
-  std::optional<partitioner::CollectiveCost> topology;
+  analysis::CollectiveCost flat;
+  std::optional<analysis::CollectiveCost> topology;
 };
 
 enum class FindingStatus {

@@ -13,9 +13,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/cost_model.h"
 #include "ir/hlo_printer.h"
-#include "partitioner/cost_model.h"
-#include "partitioner/sharding_util.h"
+#include "ir/sharding_algebra.h"
 #include "smt/chain_encoding.h"
 #include "smt/chain_model.h"
 #include "smt/chain_prover.h"
@@ -125,10 +125,10 @@ std::optional<PatternRewrite> SubgroupAllGather(const Chain& chain, int64_t num_
   }
   const HloSharding& from = *source->sharding();
   const HloSharding& to = *end->sharding();
-  if (!partitioner::IsPlannable(from) || !partitioner::IsPlannable(to)) return std::nullopt;
+  if (!IsPlannable(from) || !IsPlannable(to)) return std::nullopt;
   const int64_t rank = source->shape().rank();
-  const partitioner::TileIndex t1 = partitioner::TileCounts(from, rank);
-  const partitioner::TileIndex t2 = partitioner::TileCounts(to, rank);
+  const TileIndex t1 = TileCounts(from, rank);
+  const TileIndex t2 = TileCounts(to, rank);
   int64_t dim = -1;
   for (int64_t k = 0; k < rank; ++k) {
     if (source->shape().dimensions(k) * t1[k] != end->shape().dimensions(k) * t2[k]) {
@@ -144,8 +144,8 @@ std::optional<PatternRewrite> SubgroupAllGather(const Chain& chain, int64_t num_
   // hold under `from`; group r takes the r-th device of every bucket, in part order.
   std::map<std::vector<int64_t>, std::vector<std::vector<int64_t>>> classes;
   for (int64_t d = 0; d < num_partitions; ++d) {
-    const partitioner::DevicePlace a = partitioner::PlaceOf(from, rank, d);
-    const partitioner::DevicePlace b = partitioner::PlaceOf(to, rank, d);
+    const DevicePlace a = PlaceOf(from, rank, d);
+    const DevicePlace b = PlaceOf(to, rank, d);
     for (int64_t k = 0; k < rank; ++k) {
       if (k != dim && a.data_index[k] != b.data_index[k]) return std::nullopt;
     }
@@ -458,12 +458,12 @@ std::vector<Finding> RepeatedCollectives(const HloModule& module, int64_t num_pa
     f.instructions = {original->name(), h->name()};
     f.first_line = original->location().line;
     f.last_line = h->location().line;
-    f.current.flat = partitioner::CostOfInstruction(*original, num_partitions);
-    f.current.flat += partitioner::CostOfInstruction(*h, num_partitions);
-    f.proposed.flat = partitioner::CostOfInstruction(*original, num_partitions);
+    f.current.flat = analysis::CostOfInstruction(*original, num_partitions);
+    f.current.flat += analysis::CostOfInstruction(*h, num_partitions);
+    f.proposed.flat = analysis::CostOfInstruction(*original, num_partitions);
     if (topology.has_value() && a.ok() && b.ok()) {
-      const partitioner::DomainWeights weights = topology->Weights();
-      const auto one = partitioner::CostOfModule(**a, num_partitions, &weights).total;
+      const analysis::DomainWeights weights = topology->Weights();
+      const auto one = analysis::CostOfModule(**a, num_partitions, &weights).total;
       f.proposed.topology = one;
       f.current.topology = one;
       *f.current.topology += one;
@@ -609,12 +609,12 @@ std::vector<Finding> ConcatenatedCollectives(const HloModule& module, int64_t nu
     f.instructions.push_back(concat->name());
     f.first_line = first->location().line;
     f.last_line = concat->location().line;
-    f.current.flat = partitioner::CostOfModule(*now, num_partitions).total;
-    f.proposed.flat = partitioner::CostOfModule(*proposed, num_partitions).total;
+    f.current.flat = analysis::CostOfModule(*now, num_partitions).total;
+    f.proposed.flat = analysis::CostOfModule(*proposed, num_partitions).total;
     if (topology.has_value()) {
-      const partitioner::DomainWeights weights = topology->Weights();
-      f.current.topology = partitioner::CostOfModule(*now, num_partitions, &weights).total;
-      f.proposed.topology = partitioner::CostOfModule(*proposed, num_partitions, &weights).total;
+      const analysis::DomainWeights weights = topology->Weights();
+      f.current.topology = analysis::CostOfModule(*now, num_partitions, &weights).total;
+      f.proposed.topology = analysis::CostOfModule(*proposed, num_partitions, &weights).total;
     }
     const auto score = [](const ChainCost& c) {
       return c.topology.has_value() ? c.topology->Score() : c.flat.Score();

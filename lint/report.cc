@@ -16,14 +16,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "analysis/cost_model.h"
 #include "lint/lint.h"
 #include "nlohmann/json.hpp"
-#include "partitioner/cost_model.h"
 
 namespace spmdcheck::lint {
 namespace {
 
-using partitioner::CollectiveCost;
+using analysis::CollectiveCost;
 
 constexpr absl::string_view kToolName = "spmdcheck";
 constexpr absl::string_view kSarifSchema = "https://json.schemastore.org/sarif-2.1.0.json";

@@ -14,13 +14,13 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "ir/sharding_algebra.h"
 #include "lint/chains.h"
-#include "partitioner/sharding_util.h"
 
 namespace spmdcheck::lint {
 namespace {
 
-using partitioner::CollectiveCost;
+using analysis::CollectiveCost;
 
 // The chain's parameters and resharding copies are written without layouts.
 Shape WithoutLayout(Shape shape) {
@@ -96,10 +96,9 @@ std::vector<int64_t> InferMesh(const std::vector<HloSharding>& seen, int64_t num
 }
 
 bool SameLayout(const HloSharding& a, const HloSharding& b, int64_t rank, int64_t num_partitions) {
-  if (partitioner::TileCounts(a, rank) != partitioner::TileCounts(b, rank)) return false;
+  if (TileCounts(a, rank) != TileCounts(b, rank)) return false;
   for (int64_t d = 0; d < num_partitions; ++d) {
-    if (partitioner::PlaceOf(a, rank, d).data_index !=
-        partitioner::PlaceOf(b, rank, d).data_index) {
+    if (PlaceOf(a, rank, d).data_index != PlaceOf(b, rank, d).data_index) {
       return false;
     }
   }
@@ -115,9 +114,9 @@ std::vector<HloSharding> CandidateShardings(const Shape& shape, const std::vecto
   // Deduplicated by layout (which tile each device holds), not by spelling.
   const auto add = [&](const HloSharding& s) {
     if (!s.Validate(shape, num_partitions).ok()) return;
-    std::string key = absl::StrJoin(partitioner::TileCounts(s, rank), ",");
+    std::string key = absl::StrJoin(TileCounts(s, rank), ",");
     for (int64_t d = 0; d < num_partitions; ++d) {
-      absl::StrAppend(&key, ";", absl::StrJoin(partitioner::PlaceOf(s, rank, d).data_index, ","));
+      absl::StrAppend(&key, ";", absl::StrJoin(PlaceOf(s, rank, d).data_index, ","));
     }
     if (seen.insert(std::move(key)).second) out.push_back(s);
   };
@@ -139,22 +138,21 @@ std::vector<HloSharding> CandidateShardings(const Shape& shape, const std::vecto
       for (int64_t d = 0; d < rank; ++d) {
         if (shape.dimensions()[d] % counts[d] != 0) return;
       }
-      absl::StatusOr<HloSharding> s =
-          partitioner::BuildSharding(counts, 1, num_partitions, [&](int64_t device) {
-            std::vector<int64_t> coords(axes);
-            for (int64_t a = axes - 1; a >= 0; --a) {
-              coords[a] = device % mesh[a];
-              device /= mesh[a];
-            }
-            partitioner::DevicePlace p;
-            p.data_index.assign(rank, 0);
-            for (int64_t a = 0; a < axes; ++a) {
-              if (place[a] < rank) {
-                p.data_index[place[a]] = p.data_index[place[a]] * mesh[a] + coords[a];
-              }
-            }
-            return p;
-          });
+      absl::StatusOr<HloSharding> s = BuildSharding(counts, 1, num_partitions, [&](int64_t device) {
+        std::vector<int64_t> coords(axes);
+        for (int64_t a = axes - 1; a >= 0; --a) {
+          coords[a] = device % mesh[a];
+          device /= mesh[a];
+        }
+        DevicePlace p;
+        p.data_index.assign(rank, 0);
+        for (int64_t a = 0; a < axes; ++a) {
+          if (place[a] < rank) {
+            p.data_index[place[a]] = p.data_index[place[a]] * mesh[a] + coords[a];
+          }
+        }
+        return p;
+      });
       if (s.ok()) add(*s);
       return;
     }
@@ -172,10 +170,10 @@ std::optional<HloSharding> LocalResultSharding(const HloInstruction& op, const H
   if (op.operand_count() != 1 || !op.shape().IsArray()) return std::nullopt;
   const Shape& in = op.operand(0)->shape();
   const Shape& out = op.shape();
-  if (!partitioner::IsPlannable(operand) || partitioner::ManualSubgroupCount(operand) != 1) {
+  if (!IsPlannable(operand) || ManualSubgroupCount(operand) != 1) {
     return std::nullopt;
   }
-  const partitioner::TileIndex counts = partitioner::TileCounts(operand, in.rank());
+  const TileIndex counts = TileCounts(operand, in.rank());
   switch (op.opcode()) {
     case HloOpcode::kCopy:
       return operand;
@@ -197,13 +195,12 @@ std::optional<HloSharding> LocalResultSharding(const HloInstruction& op, const H
     }
     case HloOpcode::kTranspose:
       if (!op.attrs().dimensions.has_value()) return std::nullopt;
-      return partitioner::TransposedSharding(operand, *op.attrs().dimensions, num_partitions);
+      return TransposedSharding(operand, *op.attrs().dimensions, num_partitions);
     case HloOpcode::kReshape: {
-      std::optional<HloSharding> result =
-          partitioner::ReshapedSharding(in, out, operand, num_partitions);
+      std::optional<HloSharding> result = ReshapedSharding(in, out, operand, num_partitions);
       if (!result.has_value()) return std::nullopt;
-      const partitioner::TileIndex out_counts = partitioner::TileCounts(*result, out.rank());
-      const std::vector<std::optional<int64_t>> out_to_in = partitioner::ReshapeDimMap(in, out);
+      const TileIndex out_counts = TileCounts(*result, out.rank());
+      const std::vector<std::optional<int64_t>> out_to_in = ReshapeDimMap(in, out);
       int64_t in_local = 1, out_local = 1;
       for (int64_t d = 0; d < in.rank(); ++d) {
         in_local *= (in.dimensions(d) + counts[d] - 1) / counts[d];
@@ -230,9 +227,9 @@ std::optional<HloSharding> LocalResultSharding(const HloInstruction& op, const H
         out_counts[map[i]] = counts[i];
       }
       absl::StatusOr<HloSharding> result =
-          partitioner::BuildSharding(out_counts, 1, num_partitions, [&](int64_t device) {
-            partitioner::DevicePlace p = partitioner::PlaceOf(operand, in.rank(), device);
-            partitioner::DevicePlace q;
+          BuildSharding(out_counts, 1, num_partitions, [&](int64_t device) {
+            DevicePlace p = PlaceOf(operand, in.rank(), device);
+            DevicePlace q;
             q.data_index.assign(out.rank(), 0);
             for (size_t i = 0; i < map.size(); ++i) q.data_index[map[i]] = p.data_index[i];
             return q;
@@ -316,7 +313,7 @@ absl::StatusOr<std::unique_ptr<HloModule>> PartitionPlannedChain(
 absl::StatusOr<SearchResult> SearchShardings(
     const GlobalChain& chain, const HloSharding& input_sharding, const HloSharding& end_sharding,
     const std::vector<int64_t>& mesh, int64_t num_partitions,
-    const partitioner::DomainWeights* weights, const partitioner::Planner& planner) {
+    const analysis::DomainWeights* weights, const partitioner::Planner& planner) {
   const size_t k = chain.values.size();
   if (k < 2) return absl::InvalidArgumentError("the chain has no global op");
   absl::StatusOr<std::unique_ptr<HloModule>> global = ChainSegment(chain, 0, k - 1, num_partitions);
@@ -362,8 +359,7 @@ absl::StatusOr<SearchResult> SearchShardings(
   constexpr int64_t kInfinity = std::numeric_limits<int64_t>::max() / 4;
   // Ties on cost go to the assignment that keeps less data per device (summed over values).
   const auto local_elements = [&](size_t i, const HloSharding& sharding) {
-    const partitioner::TileIndex counts =
-        partitioner::TileCounts(sharding, chain.values[i].shape.rank());
+    const TileIndex counts = TileCounts(sharding, chain.values[i].shape.rank());
     int64_t elements = 1;
     for (int64_t d = 0; d < chain.values[i].shape.rank(); ++d) {
       elements *= (chain.values[i].shape.dimensions(d) + counts[d] - 1) / counts[d];
@@ -398,7 +394,7 @@ absl::StatusOr<SearchResult> SearchShardings(
         // Any resharding costs at least one collective: skip the planner when that cannot win.
         const bool free =
             SameLayout(*computed, candidates[i][b], chain.values[i].shape.rank(), num_partitions);
-        if (!free && best[i - 1][a] + partitioner::kAlphaBytes > best[i][b]) continue;
+        if (!free && best[i - 1][a] + analysis::kAlphaBytes > best[i][b]) continue;
         std::optional<int64_t> cost = free ? 0 : reshard(i, *computed, candidates[i][b]);
         if (!cost.has_value()) continue;
         const int64_t total = best[i - 1][a] + *cost;
@@ -445,11 +441,11 @@ absl::StatusOr<SearchResult> SearchShardings(
       PartitionPlannedChain(chain, computed, result.shardings, num_partitions, planner);
   if (!partitioned.ok()) return partitioned.status();
   result.partitioned = *std::move(partitioned);
-  result.cost = partitioner::CostOfModule(*result.partitioned, num_partitions).total;
+  result.cost = analysis::CostOfModule(*result.partitioned, num_partitions).total;
   result.weighted =
       weights == nullptr
           ? result.cost
-          : partitioner::CostOfModule(*result.partitioned, num_partitions, weights).total;
+          : analysis::CostOfModule(*result.partitioned, num_partitions, weights).total;
   return result;
 }
 

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analysis/cost_model.h"
 #include "ir/hlo_module.h"
 #include "ir/sharding.h"
-#include "partitioner/cost_model.h"
 #include "partitioner/planner.h"
 
 namespace spmdcheck::lint {
@@ -55,8 +55,8 @@ bool SameLayout(const HloSharding& a, const HloSharding& b, int64_t rank, int64_
 struct SearchResult {
   std::vector<HloSharding> shardings;      // One per value.
   std::unique_ptr<HloModule> partitioned;  // The partitioner's output for those shardings.
-  partitioner::CollectiveCost cost;        // Flat.
-  partitioner::CollectiveCost weighted;    // With the topology (same as flat without one).
+  analysis::CollectiveCost cost;           // Flat.
+  analysis::CollectiveCost weighted;       // With the topology (same as flat without one).
   int64_t transitions_priced = 0;
   // The value whose sharding to change (a sharding-constraint hint): of the values whose chosen
   // sharding differs from `current`, the first at which the current shardings reshard (its
@@ -72,7 +72,7 @@ struct SearchResult {
 absl::StatusOr<SearchResult> SearchShardings(
     const GlobalChain& chain, const HloSharding& input_sharding, const HloSharding& end_sharding,
     const std::vector<int64_t>& mesh, int64_t num_partitions,
-    const partitioner::DomainWeights* weights,
+    const analysis::DomainWeights* weights,
     const partitioner::Planner& planner = partitioner::ReferencePlanner());
 
 // The sharding of `op`'s result (a copy, slice, reshape, transpose or broadcast) computed

@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "partitioner/cost_model.h"
+#include "analysis/cost_model.h"
 
 namespace spmdcheck::lint {
 
@@ -19,7 +19,7 @@ struct Topology {
   std::string spec;                // As given.
   std::vector<int64_t> domain_of;  // Per partition id.
   int64_t cross_factor = 8;
-  partitioner::DomainWeights Weights() const { return {domain_of, cross_factor}; }
+  analysis::DomainWeights Weights() const { return {domain_of, cross_factor}; }
 };
 
 // Parses `nodes=K[,cross=F]` or `{{ids},{ids},...}[,cross=F]` for `num_partitions` partitions;

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ir/sharding_algebra.h"
 #include "partitioner/partition_context.h"
-#include "partitioner/sharding_util.h"
 
 namespace spmdcheck::partitioner {
 namespace {
@@ -126,9 +126,10 @@ absl::StatusOr<PartitionedValue> PartitionContraction(const HloInstruction& inst
     plan.score = context.ReshardScore(instruction, side, s) +
                  context.ReshardScore(instruction, 1 - side, *other_sharding);
     if (group > 1) {
-      plan.score += kAlphaBytes + 2 * (group - 1) * LocalShape(out, *result).ByteSize() / group;
+      plan.score +=
+          analysis::kAlphaBytes + 2 * (group - 1) * LocalShape(out, *result).ByteSize() / group;
     }
-    absl::StatusOr<CollectiveCost> move = ReshardCost(out, *result, target, n);
+    absl::StatusOr<analysis::CollectiveCost> move = ReshardCost(out, *result, target, n);
     if (!move.ok()) continue;
     plan.score += move->Score();
     plans.push_back(std::move(plan));
@@ -161,7 +162,7 @@ absl::StatusOr<PartitionedValue> PartitionContraction(const HloInstruction& inst
           operand_sharding(lhs_shape, r.lhs_batch, r.lhs_free, r.out_lhs_free);
       absl::StatusOr<HloSharding> rhs =
           operand_sharding(rhs_shape, r.rhs_batch, r.rhs_free, r.out_rhs_free);
-      absl::StatusOr<CollectiveCost> move = ReshardCost(out, t, target, n);
+      absl::StatusOr<analysis::CollectiveCost> move = ReshardCost(out, t, target, n);
       if (lhs.ok() && rhs.ok() && move.ok()) {
         ContractionPlan plan{*lhs, *rhs, t, {}, std::nullopt, 0};
         plan.score = context.ReshardScore(instruction, 0, *lhs) +

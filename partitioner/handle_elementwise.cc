@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ir/sharding_algebra.h"
 #include "partitioner/partition_context.h"
-#include "partitioner/sharding_util.h"
 
 namespace spmdcheck::partitioner {
 namespace {
@@ -39,7 +39,7 @@ absl::StatusOr<PartitionedValue> HandleElementwise(const HloInstruction& instruc
       const bool scalar = instruction.operand(i)->shape().rank() == 0 && shape.rank() != 0;
       score += context.ReshardScore(instruction, i, scalar ? HloSharding::Replicate() : candidate);
     }
-    absl::StatusOr<CollectiveCost> out =
+    absl::StatusOr<analysis::CollectiveCost> out =
         ReshardCost(shape, candidate, target, context.num_partitions());
     if (!out.ok()) continue;
     score += out->Score();

@@ -15,8 +15,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "ir/sharding_algebra.h"
 #include "partitioner/partition_context.h"
-#include "partitioner/sharding_util.h"
 
 namespace spmdcheck::partitioner {
 namespace {
@@ -37,7 +37,7 @@ int64_t Score(const HloInstruction& instruction, PartitionContext& context,
   for (size_t i = 0; i < plan.operands.size(); ++i) {
     score += context.ReshardScore(instruction, static_cast<int64_t>(i), plan.operands[i]);
   }
-  absl::StatusOr<CollectiveCost> move =
+  absl::StatusOr<analysis::CollectiveCost> move =
       ReshardCost(instruction.shape(), plan.result, target, context.num_partitions());
   return move.ok() ? score + move->Score() : int64_t{1} << 60;
 }

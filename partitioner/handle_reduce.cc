@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "ir/sharding_algebra.h"
 #include "partitioner/partition_context.h"
-#include "partitioner/sharding_util.h"
 
 namespace spmdcheck::partitioner {
 namespace {
@@ -61,9 +61,10 @@ absl::StatusOr<PartitionedValue> HandleReduce(const HloInstruction& instruction,
       if (!tiled_reduced.empty()) {
         int64_t group = 1;
         for (int64_t k : tiled_reduced) group *= counts[k];
-        score += kAlphaBytes + 2 * (group - 1) * LocalShape(out, *result).ByteSize() / group;
+        score +=
+            analysis::kAlphaBytes + 2 * (group - 1) * LocalShape(out, *result).ByteSize() / group;
       }
-      absl::StatusOr<CollectiveCost> move = ReshardCost(out, *result, target, n);
+      absl::StatusOr<analysis::CollectiveCost> move = ReshardCost(out, *result, target, n);
       if (move.ok()) {
         plan_a = PlanA{current, *result, tiled_reduced, score + move->Score()};
       }

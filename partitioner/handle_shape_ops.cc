@@ -8,8 +8,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "ir/sharding_algebra.h"
 #include "partitioner/partition_context.h"
-#include "partitioner/sharding_util.h"
 
 namespace spmdcheck::partitioner {
 namespace {
@@ -31,7 +31,7 @@ std::optional<Choice> Cheapest(const HloInstruction& instruction, PartitionConte
     for (size_t i = 0; i < choice.operands.size(); ++i) {
       score += context.ReshardScore(instruction, static_cast<int64_t>(i), choice.operands[i]);
     }
-    absl::StatusOr<CollectiveCost> out =
+    absl::StatusOr<analysis::CollectiveCost> out =
         ReshardCost(instruction.shape(), choice.result, target, context.num_partitions());
     if (!out.ok()) continue;
     score += out->Score();
@@ -301,7 +301,8 @@ std::optional<WindowSlice> PlanWindowSlice(const HloInstruction& instruction,
     if (counts[k] > 1 && (s.start != 0 || s.limit != in.dimensions(k))) any_tiled_acting = true;
   }
   if (!any_tiled_acting) return std::nullopt;
-  absl::StatusOr<CollectiveCost> move = ReshardCost(out, c, context.ShardingOf(&instruction), n);
+  absl::StatusOr<analysis::CollectiveCost> move =
+      ReshardCost(out, c, context.ShardingOf(&instruction), n);
   if (!move.ok()) return std::nullopt;
   plan.score = move->Score();
   return plan;

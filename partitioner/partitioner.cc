@@ -21,10 +21,10 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status.h"
+#include "ir/sharding_algebra.h"
 #include "ir/verifier.h"
 #include "partitioner/injected_bugs.h"
 #include "partitioner/partition_context.h"
-#include "partitioner/sharding_util.h"
 
 namespace spmdcheck::partitioner {
 
@@ -505,7 +505,7 @@ void PartitionContext::RememberForm(const HloInstruction* global, const Partitio
 std::pair<const PartitionedValue*, int64_t> PartitionContext::CheapestForm(
     const HloInstruction* operand, const HloSharding& sharding) {
   const auto score = [&](const PartitionedValue& v) {
-    absl::StatusOr<CollectiveCost> cost =
+    absl::StatusOr<analysis::CollectiveCost> cost =
         ReshardCost(v.global_shape, v.sharding, sharding, num_partitions());
     return cost.ok() ? cost->Score() : int64_t{1} << 60;
   };
@@ -541,7 +541,7 @@ int64_t PartitionContext::ReshardScore(const HloInstruction& instruction, int64_
   // multiply the planner's work for every choice a handler weighs (OperandAs still starts the
   // reshard it emits from the cheapest form).
   const PartitionedValue& value = ValueOf(operand);
-  absl::StatusOr<CollectiveCost> cost =
+  absl::StatusOr<analysis::CollectiveCost> cost =
       ReshardCost(value.global_shape, value.sharding, sharding, num_partitions());
   return cost.ok() ? cost->Score() : int64_t{1} << 60;
 }

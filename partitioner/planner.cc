@@ -21,7 +21,7 @@ class Reference : public Planner {
 
   absl::StatusOr<int64_t> ReshardScore(const Shape& shape, const HloSharding& from,
                                        const HloSharding& to, int64_t num_partitions,
-                                       const DomainWeights* weights) const override {
+                                       const analysis::DomainWeights* weights) const override {
     absl::StatusOr<ReshardPlan> plan = PlanReshard(shape, from, to, num_partitions);
     if (!plan.ok()) return plan.status();
     if (weights == nullptr) return plan->cost.Score();
@@ -29,7 +29,7 @@ class Reference : public Planner {
     absl::StatusOr<std::unique_ptr<HloModule>> module =
         BuildReshardModule(shape, from, *plan, num_partitions);
     if (!module.ok()) return plan->cost.Score();
-    return CostOfModule(**module, num_partitions, weights).total.Score();
+    return analysis::CostOfModule(**module, num_partitions, weights).total.Score();
   }
 };
 

@@ -9,10 +9,10 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "analysis/cost_model.h"
 #include "ir/hlo_module.h"
 #include "ir/shape.h"
 #include "ir/sharding.h"
-#include "partitioner/cost_model.h"
 
 namespace spmdcheck::partitioner {
 
@@ -28,7 +28,7 @@ class Planner {
   // no plan.
   virtual absl::StatusOr<int64_t> ReshardScore(const Shape& shape, const HloSharding& from,
                                                const HloSharding& to, int64_t num_partitions,
-                                               const DomainWeights* weights) const = 0;
+                                               const analysis::DomainWeights* weights) const = 0;
 };
 
 // The reference partitioner (PartitionModule) and its resharding planner (PlanReshard).

@@ -16,9 +16,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/types/span.h"
-#include "partitioner/sharding_util.h"
+#include "ir/sharding_algebra.h"
 
 namespace spmdcheck::partitioner {
+
+using analysis::CollectiveCost;
+
 namespace {
 
 // Searching two data-moving steps deep is quadratic in the candidate moves; above this many

@@ -1,8 +1,8 @@
 // The resharding planner: moves a value from one sharding to another over the same devices with
-// the cheapest sequence of steps under the cost model (cost_model.h). Steps are all-gathers over
-// tiled dims, all-to-alls moving a split between dims, dynamic-slices (no data moved) and
-// collective-permutes (same tile grid, other devices). Candidate plans of up to two data-moving
-// steps followed by a finishing dynamic-slice and/or permute are priced; the naive plan
+// the cheapest sequence of steps under the cost model (analysis/cost_model.h). Steps are
+// all-gathers over tiled dims, all-to-alls moving a split between dims, dynamic-slices (no data
+// moved) and collective-permutes (same tile grid, other devices). Candidate plans of up to two
+// data-moving steps followed by a finishing dynamic-slice and/or permute are priced; the naive plan
 // (all-gather everything, then dynamic-slice) is always a candidate, so the chosen plan is
 // never worse than it.
 #ifndef SPMDCHECK_PARTITIONER_RESHARD_H_
@@ -14,10 +14,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analysis/cost_model.h"
 #include "ir/hlo_module.h"
 #include "ir/shape.h"
 #include "ir/sharding.h"
-#include "partitioner/cost_model.h"
 #include "partitioner/spmd_builder.h"
 
 namespace spmdcheck::partitioner {
@@ -45,12 +45,12 @@ struct ReshardStep {
   ReshardStepKind kind;
   std::vector<int64_t> dims;
   HloSharding result;
-  CollectiveCost cost;
+  analysis::CollectiveCost cost;
 };
 
 struct ReshardPlan {
   std::vector<ReshardStep> steps;
-  CollectiveCost cost;
+  analysis::CollectiveCost cost;
   // `all-gather(dims=1) -> dynamic-slice`, or `nothing` for the empty plan.
   std::string Describe() const;
 };
@@ -78,8 +78,8 @@ absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const Partitioned
                                          const HloSharding& to);
 
 // Cost of Reshard(value, to) without emitting anything (tuple-aware).
-absl::StatusOr<CollectiveCost> ReshardCost(const Shape& shape, const HloSharding& from,
-                                           const HloSharding& to, int64_t num_devices);
+absl::StatusOr<analysis::CollectiveCost> ReshardCost(const Shape& shape, const HloSharding& from,
+                                                     const HloSharding& to, int64_t num_devices);
 
 // A partitioned module that runs `plan`: parameter 0 is the local piece of an array of `shape`
 // under `from` (annotated), the root the local piece under the plan's final sharding.

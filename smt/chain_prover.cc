@@ -17,7 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status.h"
-#include "partitioner/sharding_util.h"
+#include "ir/sharding_algebra.h"
 #include "smt/chain_encoding.h"
 #include "smt/chain_model.h"
 #include "smt/tile_encoding.h"
@@ -390,8 +390,8 @@ ProofResult ProveChainUnguarded(const HloModule& module, const ChainProofOptions
   Z3Domain dom(ctx);
   const std::vector<int64_t> ids = SymbolicIds(dom, model);
   ChainEvaluator<Z3Domain> eval(model, dom, ids);
-  const partitioner::TileIndex end_counts = partitioner::TileCounts(
-      chain.end->sharding().value_or(HloSharding::Replicate()), chain.end->shape().rank());
+  const TileIndex end_counts = TileCounts(chain.end->sharding().value_or(HloSharding::Replicate()),
+                                          chain.end->shape().rank());
   const ViolationBuilder violation = [&](const z3::expr& device,
                                          const std::vector<z3::expr>& index) {
     eval.set_budget(kMaxEvaluationsPerQuery);
@@ -529,7 +529,7 @@ ProofResult ProveReplicasAgreeUnguarded(const HloModule& module, const ChainProo
     return ProofResult::Unknown(absl::StrCat(end->name(), " has no sharding= annotation"));
   }
   const HloSharding& sharding = *end->sharding();
-  if (!partitioner::IsPlannable(sharding) || !end->shape().IsArray()) {
+  if (!IsPlannable(sharding) || !end->shape().IsArray()) {
     return ProofResult::Unknown(
         absl::StrCat(end->name(), ": only tiled and replicated array shardings are covered"));
   }
@@ -539,16 +539,16 @@ ProofResult ProveReplicasAgreeUnguarded(const HloModule& module, const ChainProo
   std::map<std::vector<int64_t>, int64_t> first;
   bool replicated = false;
   for (int64_t d = 0; d < p; ++d) {
-    const partitioner::TileIndex place = partitioner::PlaceOf(sharding, rank, d).data_index;
+    const TileIndex place = PlaceOf(sharding, rank, d).data_index;
     auto [it, inserted] = first.emplace(std::vector<int64_t>(place.begin(), place.end()), d);
     representative[d] = it->second;
     replicated |= !inserted;
   }
   if (!replicated) return ProofResult::Proved();
-  const partitioner::TileIndex counts = partitioner::TileCounts(sharding, rank);
+  const TileIndex counts = TileCounts(sharding, rank);
   std::vector<std::vector<int64_t>> tile_index(rank, std::vector<int64_t>(p, 0));
   for (int64_t d = 0; d < p; ++d) {
-    const partitioner::TileIndex place = partitioner::PlaceOf(sharding, rank, d).data_index;
+    const TileIndex place = PlaceOf(sharding, rank, d).data_index;
     for (int64_t k = 0; k < rank; ++k) tile_index[k][d] = place[k];
   }
   const ChainModel& model = *chain->model;

@@ -25,7 +25,7 @@ class CountingPlanner : public partitioner::Planner {
   }
   absl::StatusOr<int64_t> ReshardScore(const Shape& shape, const HloSharding& from,
                                        const HloSharding& to, int64_t num_partitions,
-                                       const partitioner::DomainWeights* weights) const override {
+                                       const analysis::DomainWeights* weights) const override {
     ++reshards;
     if (refuse_reshards_) return absl::UnimplementedError("no plan");
     return partitioner::ReferencePlanner().ReshardScore(shape, from, to, num_partitions, weights);

@@ -14,16 +14,16 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
+#include "analysis/cost_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "lint/lint.h"
-#include "partitioner/cost_model.h"
 #include "tests/shared_dir.h"
 
 namespace spmdcheck::lint {
 namespace {
 
-using partitioner::CollectiveCost;
+using analysis::CollectiveCost;
 using ::testing::HasSubstr;
 using ::testing::Not;
 

@@ -9,12 +9,12 @@
 #include <string>
 
 #include "absl/strings/str_replace.h"
+#include "analysis/cost_model.h"
 #include "check/check_pipeline.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "oracle/equivalence.h"
-#include "partitioner/cost_model.h"
 #include "partitioner/reshard.h"
 
 namespace spmdcheck::partitioner {
@@ -190,7 +190,7 @@ ENTRY main {
 )";
   absl::StatusOr<ParsedModule> m = ParseHloModule(text);
   ASSERT_TRUE(m.ok()) << m.status();
-  ModuleCost cost = CostOfModule(*m->module, 4);
+  analysis::ModuleCost cost = analysis::CostOfModule(*m->module, 4);
   EXPECT_EQ(cost.total.collectives, 3);
   EXPECT_EQ(cost.total.collective_permutes, 1);
   // all-gather: 3 * 64 B; all-reduce over 2: 2*(1)/2 * 256 B; permute: 256 B to devices 0, 1.

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analysis/cost_model.h"
 #include "base/file.h"
 #include "check/check_pipeline.h"
 #include "check/pass_bisection.h"
@@ -23,7 +24,6 @@
 #include "ir/data_dir.h"
 #include "ir/hlo_printer.h"
 #include "oracle/equivalence.h"
-#include "partitioner/cost_model.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
 #include "tools/partitioner_flags.h"
@@ -112,7 +112,7 @@ void AddCheckFlags(CLI::App& app, CheckFlags& flags) {
 }
 
 std::string CostLine(const HloModule& module, int64_t partitions) {
-  partitioner::ModuleCost cost = partitioner::CostOfModule(module, partitions);
+  analysis::ModuleCost cost = analysis::CostOfModule(module, partitions);
   return absl::StrCat("collectives: ", cost.total.collectives, " (", cost.total.collective_permutes,
                       " collective-permute), max bytes received per device: ",
                       cost.total.max_recv_bytes, ", sent: ", cost.total.max_send_bytes);

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "analysis/cost_model.h"
 #include "base/file.h"
 #include "ir/hlo_printer.h"
-#include "partitioner/cost_model.h"
 #include "partitioner/partitioner.h"
 #include "target/partitioner_under_test.h"
 #include "tools/cli.h"
@@ -48,8 +48,7 @@ void PrintPartitionStats(const partitioner::PartitionStats& stats, const HloModu
 }
 
 void PrintCollectiveCost(const HloModule& partitioned, std::ostream& out) {
-  partitioner::ModuleCost cost =
-      partitioner::CostOfModule(partitioned, partitioned.num_partitions());
+  analysis::ModuleCost cost = analysis::CostOfModule(partitioned, partitioned.num_partitions());
   out << "collectives: " << cost.total.collectives << " (" << cost.total.collective_permutes
       << " collective-permute), max bytes received per device: " << cost.total.max_recv_bytes
       << ", sent: " << cost.total.max_send_bytes << "\n";

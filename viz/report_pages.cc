@@ -9,11 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "analysis/cost_model.h"
 #include "base/file.h"
 #include "ir/hlo_opcode.h"
 #include "ir/hlo_parser.h"
 #include "oracle/equivalence.h"
-#include "partitioner/cost_model.h"
 #include "viz/html.h"
 
 namespace spmdcheck::viz {
@@ -54,7 +54,7 @@ std::string DrawCollective(const HloInstruction& instruction, int64_t n, double 
   const int64_t cols = std::min<int64_t>(std::max<int64_t>(n, 1), 16);
   const double w = 36, h = 26, gap = 6, left = 10;
   std::string out;
-  const partitioner::CollectiveCost cost = partitioner::CostOfInstruction(instruction, n);
+  const analysis::CollectiveCost cost = analysis::CostOfInstruction(instruction, n);
   std::string dims;
   if (instruction.attrs().dimensions.has_value()) {
     dims = absl::StrCat(" dimensions={", absl::StrJoin(*instruction.attrs().dimensions, ","), "}");
@@ -130,7 +130,7 @@ std::string ChainSvgDocument(const std::string& body, double height, const std::
                       "fill=\"#b03030\"/></marker></defs>\n", body, "</svg>\n");
 }
 
-std::string CostRow(absl::string_view what, const partitioner::CollectiveCost& cost) {
+std::string CostRow(absl::string_view what, const analysis::CollectiveCost& cost) {
   return absl::StrCat("<tr><td>", Escape(what), "</td><td>", cost.collectives, "</td><td>",
                       cost.collective_permutes, "</td><td>", cost.max_recv_bytes, "</td><td>",
                       cost.max_send_bytes, "</td></tr>\n");
@@ -260,7 +260,7 @@ nlohmann::json CheckOutcomeJson(const check::CheckOutcome& o, const std::string&
   j["cost"] = nullptr;
   const HloModule* costed = o.as_written != nullptr ? o.as_written.get() : o.partitioned.get();
   if (costed != nullptr) {
-    const partitioner::ModuleCost cost = partitioner::CostOfModule(*costed, num_partitions);
+    const analysis::ModuleCost cost = analysis::CostOfModule(*costed, num_partitions);
     j["cost"] = {{"collectives", cost.total.collectives},
                  {"collective_permutes", cost.total.collective_permutes},
                  {"max_recv_bytes", cost.total.max_recv_bytes},
@@ -329,7 +329,7 @@ void CheckPage::Add(const check::CheckOutcome& o, const std::string& reproduce,
   }
   const HloModule* costed = o.as_written != nullptr ? o.as_written.get() : o.partitioned.get();
   if (costed != nullptr) {
-    const partitioner::ModuleCost cost = partitioner::CostOfModule(*costed, num_partitions);
+    const analysis::ModuleCost cost = analysis::CostOfModule(*costed, num_partitions);
     absl::StrAppend(&s, "<h3>Cost</h3>\n<table class=\"cost\">", kCostHeader,
                     CostRow(spec, cost.total), "</table>\n");
     summary_rows_.push_back(CostRow(spec, cost.total));

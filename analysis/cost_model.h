@@ -1,4 +1,5 @@
-// The alpha-beta cost model the resharding planner, the handlers and the lint share.
+// The alpha-beta cost model the resharding planner, the handlers, the lint, explain and the
+// reports share.
 //
 // A collective step costs `kAlphaBytes` (its latency, expressed as the bytes a link moves in
 // that time) plus the bytes the busiest device receives. Per collective, with n the group size
@@ -11,8 +12,8 @@
 //                    source sends b; identity pairs move nothing
 //   collective-broadcast receives b (non-roots), sends b (root)
 // Local ops (slice, dynamic-slice, pad, select, ...) cost nothing.
-#ifndef SPMDCHECK_PARTITIONER_COST_MODEL_H_
-#define SPMDCHECK_PARTITIONER_COST_MODEL_H_
+#ifndef SPMDCHECK_ANALYSIS_COST_MODEL_H_
+#define SPMDCHECK_ANALYSIS_COST_MODEL_H_
 
 #include <cstdint>
 #include <string>
@@ -20,7 +21,7 @@
 
 #include "ir/hlo_module.h"
 
-namespace spmdcheck::partitioner {
+namespace spmdcheck::analysis {
 
 inline constexpr int64_t kAlphaBytes = 4096;
 
@@ -60,6 +61,6 @@ struct ModuleCost {
 ModuleCost CostOfModule(const HloModule& module, int64_t num_partitions,
                         const DomainWeights* weights = nullptr);
 
-}  // namespace spmdcheck::partitioner
+}  // namespace spmdcheck::analysis
 
-#endif  // SPMDCHECK_PARTITIONER_COST_MODEL_H_
+#endif  // SPMDCHECK_ANALYSIS_COST_MODEL_H_

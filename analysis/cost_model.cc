@@ -1,4 +1,4 @@
-#include "partitioner/cost_model.h"
+#include "analysis/cost_model.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/replica_groups.h"
 
-namespace spmdcheck::partitioner {
+namespace spmdcheck::analysis {
 namespace {
 
 int64_t OperandBytes(const HloInstruction& instruction) {
@@ -182,4 +182,4 @@ ModuleCost CostOfModule(const HloModule& module, int64_t num_partitions,
   return cost;
 }
 
-}  // namespace spmdcheck::partitioner
+}  // namespace spmdcheck::analysis

@@ -1,8 +1,8 @@
-// Array-sharding algebra the partitioner plans with: tile counts per data dim, folding tiled
-// dims into replication (what an all-gather does), building a sharding from a per-device tile
-// index, and the region of the array a device holds.
-#ifndef SPMDCHECK_PARTITIONER_SHARDING_UTIL_H_
-#define SPMDCHECK_PARTITIONER_SHARDING_UTIL_H_
+// Array-sharding algebra the partitioner plans with and the lint and the SMT proofs reason with:
+// tile counts per data dim, folding tiled dims into replication (what an all-gather does),
+// building a sharding from a per-device tile index, and the region of the array a device holds.
+#ifndef SPMDCHECK_IR_SHARDING_ALGEBRA_H_
+#define SPMDCHECK_IR_SHARDING_ALGEBRA_H_
 
 #include <cstdint>
 #include <functional>
@@ -15,7 +15,7 @@
 #include "ir/shape.h"
 #include "ir/sharding.h"
 
-namespace spmdcheck::partitioner {
+namespace spmdcheck {
 
 // Per-dim values of an array (tile counts, tile indices, regions), stored inline: the planner
 // computes them in its inner loops, where a heap allocation each cost more than the arithmetic.
@@ -88,6 +88,6 @@ std::optional<HloSharding> TransposedSharding(const HloSharding& operand,
 // maximal and manual are handled separately.
 bool IsPlannable(const HloSharding& sharding);
 
-}  // namespace spmdcheck::partitioner
+}  // namespace spmdcheck
 
-#endif  // SPMDCHECK_PARTITIONER_SHARDING_UTIL_H_
+#endif  // SPMDCHECK_IR_SHARDING_ALGEBRA_H_

@@ -1,4 +1,4 @@
-#include "partitioner/sharding_util.h"
+#include "ir/sharding_algebra.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/tile_assignment.h"
 
-namespace spmdcheck::partitioner {
+namespace spmdcheck {
 
 TileIndex TileCounts(const HloSharding& sharding, int64_t rank) {
   TileIndex counts(rank, 1);
@@ -252,10 +252,6 @@ bool IsPlannable(const HloSharding& sharding) {
   return true;
 }
 
-}  // namespace spmdcheck::partitioner
-
-namespace spmdcheck::partitioner {
-
 std::vector<std::optional<int64_t>> ReshapeDimMap(const Shape& in, const Shape& out) {
   std::vector<std::optional<int64_t>> out_to_in(out.rank(), std::nullopt);
   int64_t i = 0, j = 0;
@@ -329,4 +325,4 @@ std::optional<HloSharding> TransposedSharding(const HloSharding& operand,
   return *std::move(result);
 }
 
-}  // namespace spmdcheck::partitioner
+}  // namespace spmdcheck
