@@ -5,7 +5,8 @@
 # (1 job, GSPMD), in alternating rounds so that load drifts hit both alike. Prints per round the
 # cases/s of each, their ratio (aim: campaign >= 0.85 of the bare loop), and where the
 # campaign's time went: XLA compiling and executing (timed inside jaxlib by the worker) and ours
-# (every other second of the cases: generator, oracle, interpreter, lint, round trips, dumps).
+# (every other second of the cases: generator, oracle, interpreter, round trips, dumps; the lint
+# runs on a thread of its own beside the cases and is printed apart).
 # A first campaign run writes the modules (--save-modules) and its findings; the measured runs
 # know those findings (counted, not handed over again: that is per finding, not per case).
 # Wall times move with the machine's load: the ratio of CPU seconds (user + system, the
@@ -81,7 +82,7 @@ print(f"  ratio campaign/bare: {rate / bare_rate:.3f} over the cases' wall time 
 print(f"  campaign's case time: XLA compiling {share(t['partition']):.0f}%, XLA executing and the "
       f"one-device compile {share(t['execute']):.0f}%, ours {share(ours):.0f}% (generator "
       f"{share(t['generate']):.1f}%, oracle {share(t['oracle']):.1f}%, interpreter "
-      f"{share(t['interpreter']):.1f}%, lint {share(t['lint']):.1f}%, round trips, worker starts "
-      f"and dumps {share(t['other']):.1f}%)")
+      f"{share(t['interpreter']):.1f}%, round trips, worker starts and dumps "
+      f"{share(t['other']):.1f}%); the lint {t['lint']:.1f} s on its own thread, beside the cases")
 PY
 done
