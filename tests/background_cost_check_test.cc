@@ -88,16 +88,23 @@ TEST(BackgroundCostCheck, TheJudgedModuleIsWhatTheCheckSeesWhenThereIsOne) {
   EXPECT_EQ(done[0].cheaper[0].proposal, "3 instructions, global of 5");
 }
 
-TEST(BackgroundCostCheck, AFullQueueMakesTheJobWaitAndCancellingDropsTheRest) {
+// A cost check that counts its calls and blocks each until `release` is set.
+struct BlockedCheck {
   std::promise<void> release;
   std::shared_future<void> released = release.get_future().share();
   std::atomic<int> started{0};
-  auto blocked = [&](const HloModule&, const std::string&, const HloModule&) {
-    ++started;
-    released.wait();
-    return std::vector<CostFinding>{};
-  };
-  auto checks = std::make_unique<BackgroundCostCheck>(blocked, 2);
+  CostCheck Check() {
+    return [this](const HloModule&, const std::string&, const HloModule&) {
+      ++started;
+      released.wait();
+      return std::vector<CostFinding>{};
+    };
+  }
+};
+
+TEST(BackgroundCostCheck, AFullQueueMakesTheJobWaitAndCancellingDropsTheRest) {
+  BlockedCheck blocked;
+  auto checks = std::make_unique<BackgroundCostCheck>(blocked.Check(), 2);
   checks->Submit(TaskWith(0, 0));  // Runs and blocks.
   checks->Submit(TaskWith(0, 1));  // Waits.
   std::future<double> third =
@@ -108,36 +115,29 @@ TEST(BackgroundCostCheck, AFullQueueMakesTheJobWaitAndCancellingDropsTheRest) {
   EXPECT_TRUE(checks->TakeFinished().empty());
   // Cancelled at once: nothing finished comes back, and nothing hangs.
   EXPECT_TRUE(checks->Finish([] { return true; }).empty());
-  release.set_value();
+  blocked.release.set_value();
   EXPECT_GT(third.get(), 0.1);  // It waited until the first check finished.
   std::vector<CostCheckResult> rest = checks->Finish(nullptr);
   ASSERT_EQ(rest.size(), 3u);
   EXPECT_EQ(rest[2].task.case_index, 2);
-  EXPECT_EQ(started.load(), 3);
+  EXPECT_EQ(blocked.started.load(), 3);
   checks.reset();  // Joins the thread.
 }
 
 TEST(BackgroundCostCheck, DestroyingWithChecksWaitingDoesNotRunThem) {
-  std::promise<void> release;
-  std::shared_future<void> released = release.get_future().share();
-  std::atomic<int> started{0};
-  auto blocked = [&](const HloModule&, const std::string&, const HloModule&) {
-    ++started;
-    released.wait();
-    return std::vector<CostFinding>{};
-  };
-  auto checks = std::make_unique<BackgroundCostCheck>(blocked, 3);
+  BlockedCheck blocked;
+  auto checks = std::make_unique<BackgroundCostCheck>(blocked.Check(), 3);
   checks->Submit(TaskWith(0, 0));
   checks->Submit(TaskWith(0, 1));
   checks->Submit(TaskWith(0, 2));
-  while (started.load() == 0) std::this_thread::yield();
+  while (blocked.started.load() == 0) std::this_thread::yield();
   std::thread releaser([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    release.set_value();
+    blocked.release.set_value();
   });
   checks.reset();  // Waits for the running check only.
   releaser.join();
-  EXPECT_EQ(started.load(), 1);
+  EXPECT_EQ(blocked.started.load(), 1);
 }
 
 }  // namespace
