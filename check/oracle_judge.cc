@@ -37,6 +37,12 @@ class OracleJudge : public Judge {
     for (const auto& [name, held] : in.output.claims) {
       equiv.claims.emplace(name, oracle::EquivOptions::HeldValue{held.first, held.second});
     }
+    for (const auto& [computation, claims] : in.output.called_claims) {
+      for (const auto& [name, held] : claims) {
+        equiv.called_claims[computation].emplace(
+            name, oracle::EquivOptions::HeldValue{held.first, held.second});
+      }
+    }
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<oracle::EquivReport> report =
         oracle::CheckEquivalence(in.oracle_global, in.oracle_partitioned, equiv);

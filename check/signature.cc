@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace spmdcheck::check {
@@ -100,13 +101,18 @@ std::string Where(const CheckOutcome& outcome, const HloModule& program) {
 // dynamic-slice, slice or dynamic-update-slice (a device's part cut out or written, by
 // partition-id or statically; a slice is named dynamic-slice), else the diverging instruction
 // itself. One bug of a partitioner shows up under many global ops (a wrong all-gather feeds an
-// add here, a negate there) but through the same partitioned op.
+// add here, a negate there) but through the same partitioned op. A reduce-scatter is named
+// all-reduce: it is the all-reduce of partial values whose result each device slices (the
+// partitioner makes one from the other, as XLA's ReduceScatterCreator does), so a wrong partial
+// value (unmasked padding in a local reduce) reaches the sum through either.
 std::optional<std::string> RootCauseOp(const CheckOutcome& outcome, const HloModule& program) {
   const oracle::Divergence* divergence = CauseDivergence(outcome, program);
   if (divergence == nullptr) return std::nullopt;
   const auto& suspects = divergence->suspects;
   if (suspects.empty()) return std::nullopt;
   for (const auto& s : suspects) {
+    if (s.opcode == HloOpcode::kReduceScatter)
+      return std::string(HloOpcodeString(HloOpcode::kAllReduce));
     if (IsCollective(s.opcode)) return std::string(HloOpcodeString(s.opcode));
   }
   for (const auto& s : suspects) {
@@ -185,6 +191,28 @@ std::string XlaSourceFile(const std::string& message, const std::string& fallbac
 }
 
 }  // namespace
+
+std::string FailedCheckOf(const std::string& message) {
+  size_t begin = std::string::npos;
+  if (const size_t ret = message.find("RET_CHECK failure ("); ret != std::string::npos) {
+    const size_t close = message.find(") ", ret);
+    if (close != std::string::npos) begin = close + 2;
+  } else if (const size_t check = message.find("Check failed: "); check != std::string::npos) {
+    begin = check + 14;
+  }
+  if (begin == std::string::npos) return "";
+  std::string condition = message.substr(begin, message.find('\n', begin) - begin);
+  while (!condition.empty() && std::isspace(static_cast<unsigned char>(condition.back()))) {
+    condition.pop_back();
+  }
+  // A CHECK_EQ's values ("a == b (2 vs. 3)") change as a reduction shrinks the module.
+  if (const size_t values = condition.rfind(" (");
+      values != std::string::npos && absl::EndsWith(condition, ")") &&
+      condition.find(" vs. ", values) != std::string::npos) {
+    condition.erase(values);
+  }
+  return condition;
+}
 
 const oracle::Divergence* CauseDivergence(const CheckOutcome& outcome, const HloModule& program) {
   const oracle::EquivReport& report = outcome.report;

@@ -54,6 +54,14 @@ std::string SignaturePrefix(const std::string& spec);
 // A signature as a file or folder name.
 std::string SanitizedName(const std::string& text);
 
+// The condition of the check that failed in XLA's message (`input->sharding().IsManual()` of
+// "RET_CHECK failure (.../custom_call_handler.cc:1298) input->sharding().IsManual()", the text
+// after "Check failed: " of a CHECK, less a CHECK_EQ's "(2 vs. 3)"), without the line number
+// or the values; empty when the message names
+// none. A crash signature names XLA's source file only: two checks of one file are two bugs, and
+// a reduction must keep the one it started from.
+std::string FailedCheckOf(const std::string& message);
+
 }  // namespace spmdcheck::check
 
 #endif  // SPMDCHECK_CHECK_SIGNATURE_H_

@@ -8,9 +8,11 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "ir/hlo_parser.h"
 #include "ir/holds_comment.h"
 #include "ir/tile_assignment.h"
@@ -129,9 +131,40 @@ Shape GlobalShapeOf(const Shape& local, const HloSharding& sharding) {
 // What an instruction of the partitioned program claims to hold: the global value's name and the
 // sharding it holds it under.
 struct Claim {
-  std::string holds;
+  std::string holds;  // The global instruction's name.
   HloSharding sharding;
+  std::vector<int64_t> leaf;  // Of a tuple value: the leaf's path; empty for the whole value.
 };
+
+// A claim on `held` ("NAME" or a tuple leaf "NAME{i}{j}", EquivOptions::HeldValue); a path that
+// does not parse is left in the name, which then matches no global instruction.
+Claim ClaimOf(absl::string_view held, HloSharding sharding) {
+  Claim claim{std::string(held), std::move(sharding), {}};
+  const size_t brace = held.find('{');
+  if (brace == absl::string_view::npos || brace == 0) return claim;
+  std::vector<int64_t> leaf;
+  for (absl::string_view step : absl::StrSplit(held.substr(brace), '}', absl::SkipEmpty())) {
+    int64_t index = -1;
+    if (!absl::ConsumePrefix(&step, "{") || !absl::SimpleAtoi(step, &index) || index < 0) {
+      return claim;
+    }
+    leaf.push_back(index);
+  }
+  claim.holds = std::string(held.substr(0, brace));
+  claim.leaf = std::move(leaf);
+  return claim;
+}
+
+// The part of `value` a claim's leaf path names (`value` itself for an empty path); null when
+// the path leaves the value's tuple structure.
+const Literal* LeafOf(const Literal& value, const std::vector<int64_t>& leaf) {
+  const Literal* at = &value;
+  for (int64_t index : leaf) {
+    if (!at->shape().IsTuple() || index >= at->tuple_size()) return nullptr;
+    at = &at->tuple_elements()[index];
+  }
+  return at;
+}
 
 // Whether `global` has an instruction named `name` in any computation.
 bool HasInstructionNamed(const HloModule& global, const std::string& name) {
@@ -143,23 +176,32 @@ bool HasInstructionNamed(const HloModule& global, const std::string& name) {
 
 // Claims from `// holds=NAME [sharding={...}]` comments on an instruction's lines, else from an
 // instruction of the global program with the same name; the sharding is the comment's, else the
-// instruction's own `sharding=`. Given claims are for the entry; the others also come from the
-// computations the entry runs as control flow (a while body's instructions are checked on every
-// trip), less manual values there (each device's own, not a shard of a global value).
+// instruction's own `sharding=`. Given claims come first (`given` for the entry, `given_called`
+// for the other computations); every kind also comes from the computations the entry runs as
+// control flow (a while body's instructions are checked on every trip), less manual values
+// there (each device's own, not a shard of a global value).
 absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(
     const HloModule& global, const HloModule& partitioned, absl::string_view source,
-    const std::map<std::string, EquivOptions::HeldValue>& given) {
+    const std::map<std::string, EquivOptions::HeldValue>& given,
+    const std::map<std::string, std::map<std::string, EquivOptions::HeldValue>>& given_called) {
   std::vector<absl::string_view> lines = absl::StrSplit(source, '\n');
   absl::flat_hash_map<const HloInstruction*, Claim> claims;
   for (const auto& computation : partitioned.computations()) {
     const bool entry = computation.get() == partitioned.entry();
+    const std::map<std::string, EquivOptions::HeldValue>* given_here = &given;
+    if (!entry) {
+      auto it = given_called.find(computation->name());
+      given_here = it != given_called.end() ? &it->second : nullptr;
+    }
     const auto& instructions = computation->instructions();
     for (size_t k = 0; k < instructions.size(); ++k) {
       const HloInstruction& instruction = *instructions[k];
       std::optional<Claim> claim;
-      if (auto it = given.find(instruction.name()); entry && it != given.end()) {
-        claims.emplace(&instruction, Claim{it->second.global, it->second.sharding});
-        continue;
+      if (given_here != nullptr) {
+        if (auto it = given_here->find(instruction.name()); it != given_here->end()) {
+          claims.emplace(&instruction, ClaimOf(it->second.global, it->second.sharding));
+          continue;
+        }
       }
       const int64_t first_line = instruction.location().line;
       const int64_t last_line = k + 1 < instructions.size()
@@ -169,7 +211,7 @@ absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(
            line >= 1 && line <= last_line && line <= static_cast<int64_t>(lines.size()); ++line) {
         std::optional<HoldsComment> note = ParseHoldsComment(lines[line - 1]);
         if (!note.has_value()) continue;
-        Claim c{note->holds, note->sharding.value_or(HloSharding::Replicate())};
+        Claim c{note->holds, note->sharding.value_or(HloSharding::Replicate()), {}};
         const bool has_sharding = note->sharding.has_value();
         if (!has_sharding) {
           if (!instruction.sharding().has_value()) continue;
@@ -181,7 +223,7 @@ absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(
       if (!claim.has_value() && instruction.sharding().has_value() &&
           (entry ? global.entry()->FindInstruction(instruction.name()) != nullptr
                  : HasInstructionNamed(global, instruction.name()))) {
-        claim = Claim{instruction.name(), *instruction.sharding()};
+        claim = Claim{instruction.name(), *instruction.sharding(), {}};
       }
       if (!claim.has_value() || (!entry && claim->sharding.IsManual())) continue;
       claims.emplace(&instruction, *std::move(claim));
@@ -237,17 +279,40 @@ const HloInstruction* LoopCarriedRoot(const HloInstruction& diverging) {
   return nullptr;
 }
 
+// The operand of tuple instruction `tuple` (through nested tuples) that makes its leaf `leaf`
+// (a path as ElementMismatch::leaf gives it, "{1}{0}"); `tuple` itself when it is no tuple
+// instruction or the path does not lead into an operand.
+const HloInstruction* LeafMaker(const HloInstruction& tuple, absl::string_view leaf) {
+  const HloInstruction* maker = &tuple;
+  for (absl::string_view step : absl::StrSplit(leaf, '}', absl::SkipEmpty())) {
+    int64_t index = -1;
+    if (maker->opcode() != HloOpcode::kTuple || !absl::ConsumePrefix(&step, "{") ||
+        !absl::SimpleAtoi(step, &index) || index < 0 || index >= maker->operand_count()) {
+      break;
+    }
+    maker = maker->operand(index);
+  }
+  return maker;
+}
+
+// `wrong_leaf`: the leaf of `diverging` found wrong (ElementMismatch::leaf). A tuple made by a
+// tuple instruction is wrong through that leaf's operand only: the other leaves' makers (a
+// right all-to-all beside the wrong all-gather of one sort's two outputs) are not suspects.
 std::vector<Divergence::Suspect> SuspectsOf(
     const HloInstruction& diverging,
     const absl::flat_hash_map<const HloInstruction*, Claim>& claims,
-    const std::vector<const HloInstruction*>& verified, bool later_trip) {
-  std::vector<const HloInstruction*> roots = {&diverging};
+    const std::vector<const HloInstruction*>& verified, bool later_trip,
+    absl::string_view wrong_leaf) {
+  const HloInstruction* maker = LeafMaker(diverging, wrong_leaf);
+  if (claims.contains(maker)) maker = &diverging;
+  std::vector<const HloInstruction*> roots = {maker};
   // A loop's state wrong on a later trip: what the body made it from on the trip before (an
   // unclaimed root, e.g. the reshard that ends the body), the parameter itself last.
   const HloInstruction* carried = later_trip ? LoopCarriedRoot(diverging) : nullptr;
   if (carried != nullptr && !claims.contains(carried)) roots.push_back(carried);
   std::vector<const HloInstruction*> cone;
   (void)UnclaimedCone(roots, claims, &cone);
+  if (maker != &diverging) cone.push_back(&diverging);
   const absl::flat_hash_set<const HloInstruction*> right = UnclaimedCone(verified, claims);
   cone.erase(
       std::remove_if(cone.begin(), cone.end(),
@@ -542,7 +607,8 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
               EquivReport* report) {
   const EquivOptions& options = *setup.options;
   const absl::flat_hash_map<const HloInstruction*, Claim> claims =
-      ClaimsOf(*setup.first, *setup.second, options.partitioned_source, options.claims);
+      ClaimsOf(*setup.first, *setup.second, options.partitioned_source, options.claims,
+               options.called_claims);
   absl::flat_hash_set<std::string> wanted;
   for (const auto& [instruction, claim] : claims) wanted.insert(claim.holds);
   // Every value a wanted global instruction took, in order (a loop body's: one per trip, up to
@@ -591,7 +657,9 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
     const size_t trip = trips[&instruction]++;
     auto taken = global_values.find(claim->second.holds);
     if (taken == global_values.end() || trip >= taken->second.size()) return;
-    const Literal& global = taken->second[trip];
+    const Literal* leaf = LeafOf(taken->second[trip], claim->second.leaf);
+    if (leaf == nullptr) return;
+    const Literal& global = *leaf;
     ++report->annotations_checked;
     // One divergence per instruction: a loop body's wrong value is wrong again on the next trip.
     if (report->later_divergences.size() >= EquivReport::kMaxLaterDivergences ||
@@ -624,9 +692,11 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
     divergence.suspects = SuspectsOf(
         instruction, claims,
         verified_set.contains(&instruction) ? std::vector<const HloInstruction*>{} : verified,
-        trip > 0);
+        trip > 0, divergence.mismatch.leaf);
     divergence.location = instruction.location();
     divergence.holds = claim->second.holds;
+    for (int64_t index : claim->second.leaf)
+      absl::StrAppend(&divergence.holds_leaf, "{", index, "}");
     divergence.sharding = claim->second.sharding.ToString(false);
     if (report->first_divergence.has_value()) {
       report->later_divergences.push_back(std::move(divergence));
@@ -730,7 +800,7 @@ absl::StatusOr<EquivReport> CheckEquivalence(const HloModule& first, const HloMo
 
 std::string FormatDivergence(const Divergence& d) {
   return absl::StrCat(d.instruction, " (line ", d.location.line, ") should hold ", d.holds,
-                      " under ", d.sharding, "; wrong on ", d.devices_wrong,
+                      d.holds_leaf, " under ", d.sharding, "; wrong on ", d.devices_wrong,
                       " devices, first device ", d.device, " at ",
                       IndexText(d.mismatch.global_index), ": expected ", d.mismatch.expected,
                       ", got ", d.mismatch.actual);

@@ -40,19 +40,24 @@ struct EquivOptions {
   std::string partitioned_source;
   // Claims given by the caller: partitioned instruction name -> the global instruction whose
   // value it holds and the sharding it holds it under (e.g. read from XLA's metadata). They
-  // come before comments and same-name matching.
+  // come before comments and same-name matching. `global` may name one leaf of a tuple value by
+  // its path, `sort.3{1}` (`{1}{0}` for nested tuples): the sharding is then that leaf's.
   struct HeldValue {
     std::string global;
     HloSharding sharding;
   };
   std::map<std::string, HeldValue> claims;
+  // Claims for the computations the entry calls (a while body's instructions, checked on every
+  // trip): computation name -> instruction name -> held value.
+  std::map<std::string, std::map<std::string, HeldValue>> called_claims;
 };
 
 // Where a partitioned program first leaves the value its `sharding=` annotation promises.
 struct Divergence {
   std::string instruction;  // In the partitioned program.
   SourceLocation location;
-  std::string holds;  // The global value it should hold (name in the global program).
+  std::string holds;       // The global value it should hold (name in the global program).
+  std::string holds_leaf;  // Of a tuple value, the leaf it should hold ("{1}"); else empty.
   std::string sharding;
   int64_t device = 0;
   ElementMismatch mismatch;

@@ -91,16 +91,18 @@ class ModulePartitioner {
 
   const PartitionOptions& options() const { return options_; }
   PartitionStats& stats() { return stats_; }
-  // The reshard steps' claims of the entry computation, by instruction name.
-  std::map<std::string, std::pair<std::string, HloSharding>> EntryStepClaims(
-      const HloModule& module) const {
-    std::map<std::string, std::pair<std::string, HloSharding>> claims;
-    if (module.entry() == nullptr) return claims;
-    for (const auto& instruction : module.entry()->instructions()) {
-      auto it = state_.step_claims.find(instruction.get());
-      if (it != state_.step_claims.end()) claims.emplace(instruction->name(), it->second);
+  // The reshard steps' claims, by instruction name: the entry's in `result.step_claims`, the
+  // other computations' in `result.called_step_claims`.
+  void CollectStepClaims(PartitionResult& result) const {
+    for (const auto& computation : result.module->computations()) {
+      const bool entry = computation.get() == result.module->entry();
+      for (const auto& instruction : computation->instructions()) {
+        auto it = state_.step_claims.find(instruction.get());
+        if (it == state_.step_claims.end()) continue;
+        (entry ? result.step_claims : result.called_step_claims[computation->name()])
+            .emplace(instruction->name(), it->second);
+      }
     }
-    return claims;
   }
   ModuleBuildState& state() { return state_; }
 
@@ -592,7 +594,7 @@ absl::StatusOr<PartitionResult> PartitionModule(const HloModule& global,
   PartitionResult result;
   result.module = std::move(out);
   result.stats = partitioner.stats();
-  result.step_claims = partitioner.EntryStepClaims(*result.module);
+  partitioner.CollectStepClaims(result);
   return result;
 }
 

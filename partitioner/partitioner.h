@@ -41,6 +41,10 @@ struct PartitionResult {
   // Entry instruction name -> the global value it holds and its sharding, for every reshard
   // step's result (the oracle checks each, oracle::EquivOptions::claims).
   std::map<std::string, std::pair<std::string, HloSharding>> step_claims;
+  // The same for the computations the entry calls (a while body's reshards, checked on every
+  // trip): computation name -> instruction name -> held value (names repeat across computations).
+  std::map<std::string, std::map<std::string, std::pair<std::string, HloSharding>>>
+      called_step_claims;
 };
 
 // Partitions `global` (which must verify). Errors: InvalidArgument for inconsistent input

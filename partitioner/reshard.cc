@@ -929,11 +929,13 @@ absl::StatusOr<PartitionedValue> Reshard(SpmdBuilder& builder, const Partitioned
                                          const HloSharding& to) {
   if (value.sharding == to) return value;
   if (value.global_shape.IsTuple()) {
-    // An element is not the tuple's global value: its steps claim nothing.
-    ReshardingScope no_claims(builder.state(), "");
+    // An element's steps hold the tuple's leaf: `NAME{i}`.
+    const std::string tuple_name = builder.state()->resharding;
     std::vector<HloInstruction*> elements;
     std::vector<HloSharding> shardings;
     for (int64_t i = 0; i < value.global_shape.tuple_size(); ++i) {
+      ReshardingScope leaf_claims(builder.state(),
+                                  tuple_name.empty() ? "" : absl::StrCat(tuple_name, "{", i, "}"));
       PartitionedValue leaf{builder.GetTupleElement(value.local, i),
                             value.global_shape.tuple_shapes()[i],
                             ElementSharding(value.sharding, value.global_shape, i)};

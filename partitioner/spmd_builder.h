@@ -38,7 +38,8 @@ struct ModuleBuildState {
   std::string UniqueComputationName(absl::string_view base);
   // The global array value being resharded (its name), while one is: each reshard step's result
   // is recorded as holding it under the step's sharding, so that the oracle can check every step
-  // and a wrong value is localised to the step that made it (PartitionResult::step_claims).
+  // and a wrong value is localised to the step that made it (PartitionResult::step_claims). A
+  // tuple's leaf is named with its path, `sort.3{1}` (oracle::EquivOptions::HeldValue).
   std::string resharding;
   absl::flat_hash_map<const HloInstruction*, std::pair<std::string, HloSharding>> step_claims;
   // Per computation being built: the index of the first instruction the handler of the global

@@ -79,6 +79,8 @@ struct PartitionOutput {
   // What instructions of `partitioned` hold, by name: the global value and its sharding (the
   // reference partitioner's reshard steps), checked by the oracle one by one.
   std::map<std::string, std::pair<std::string, HloSharding>> claims;
+  // The same for the other computations: computation name -> instruction name -> held value.
+  std::map<std::string, std::map<std::string, std::pair<std::string, HloSharding>>> called_claims;
   // When asked for (XlaPartitioner::set_dump_passes): the module after every pass that changed
   // it, from the one after spmd-partitioning to the optimised one, in pass order.
   std::vector<PassDump> pass_dumps;

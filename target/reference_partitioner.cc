@@ -44,6 +44,7 @@ absl::StatusOr<PartitionOutput> ReferencePartitioner::Partition(const HloModule&
   output.partitioned = std::move(result->module);
   output.stats = std::move(result->stats);
   output.claims = std::move(result->step_claims);
+  output.called_claims = std::move(result->called_step_claims);
   return output;
 }
 

@@ -192,10 +192,12 @@ TEST(Campaign, KnownFindingsAreCountedNotWrittenAgain) {
 
 // One signature per bug: each injected bug of the reference partitioner is named after the
 // partitioned op that made the first wrong value (the broken reshard step, which the oracle
-// checks one by one, in loop bodies too), not after the global ops it happened to feed (before:
-// 14 to 32 signatures per bug, wrong-result.abs, .add, ...; then `tuple` and `while` for wrong
-// values the oracle did not localise). Rarely a second op: an earlier collective in the cone of
-// the wrong value (15-second campaigns: 1 to 5 of 100 to 4,800 failures).
+// checks one by one, in loop bodies and a tuple's leaves too), not after the global ops it
+// happened to feed (before: 14 to 32 signatures per bug, wrong-result.abs, .add, ...; then
+// `tuple` and `while` for wrong values the oracle did not localise; then 1 to 3 stragglers per
+// bug in 60-second campaigns: the other leaf's collective of a sort, a loop body's steps, a
+// reduce-scatter for an all-reduce). In 60-second campaigns (20,000 to 38,000 cases per bug) one
+// case in 26,385 still names a second op: replicate-dim-ignored through a dynamic-slice's offset.
 TEST(Campaign, EachInjectedBugHasOneRootCauseSignature) {
   const std::map<std::string, std::string> expected = {
       {"all-gather-group-order", "wrong-result.all-gather"},
@@ -225,8 +227,8 @@ TEST(Campaign, EachInjectedBugHasOneRootCauseSignature) {
       ++signatures;
     }
     EXPECT_EQ(top_signature, signature) << bug << "\n" << report->ToString();
-    EXPECT_GE(top * 100, failures * 95) << bug << "\n" << report->ToString();
-    EXPECT_LE(signatures, 2) << bug << "\n" << report->ToString();
+    EXPECT_EQ(top, failures) << bug << "\n" << report->ToString();
+    EXPECT_EQ(signatures, 1) << bug << "\n" << report->ToString();
     std::filesystem::remove_all(options.out_dir);
   }
 }

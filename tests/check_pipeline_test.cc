@@ -461,6 +461,39 @@ ENTRY main (p: f32[4]) -> f32[4] {
   EXPECT_EQ(SignatureOf("reference", outcome, *m->module).text, "wrong-result.all-gather");
 }
 
+// Ours: a reduce-scatter is the all-reduce of partial values, scattered (the reference
+// partitioner makes one from the other): a wrong partial sum reaches the result through either,
+// and is one root cause (reduce-padding-unmasked came out as two signatures).
+TEST(SignatureTest, OursNamesAReduceScatterAsAllReduce) {
+  absl::StatusOr<ParsedModule> m = ParseHloModule(R"(HloModule t, num_partitions=2
+ENTRY main (p: f32[4]) -> f32[4] {
+  p = f32[4] parameter(0)
+  ROOT n = f32[4] negate(p)
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  CheckOutcome outcome;
+  outcome.status = CheckStatus::kFails;
+  outcome.report.verdict = Verdict::kFails;
+  outcome.report.first_divergence.emplace();
+  outcome.report.first_divergence->holds = "n";
+  outcome.report.first_divergence->suspects = {{"reduce.1", HloOpcode::kReduce},
+                                               {"reduce-scatter.0", HloOpcode::kReduceScatter},
+                                               {"n", HloOpcode::kNegate}};
+  EXPECT_EQ(SignatureOf("reference", outcome, *m->module).text, "wrong-result.all-reduce");
+}
+
+TEST(FailedCheckOf, NamesTheConditionWithoutTheLine) {
+  EXPECT_EQ(FailedCheckOf("XLA compile: INTERNAL: RET_CHECK failure "
+                          "(external/xla+/xla/service/spmd/custom_call_handler.cc:1298) "
+                          "input->sharding().IsManual() || input->sharding().IsManualSubgroup() "
+                          "\n\t\nSuspected Python Code Location:"),
+            "input->sharding().IsManual() || input->sharding().IsManualSubgroup()");
+  EXPECT_EQ(FailedCheckOf("F1201 12:00:00.1 1 spmd_partitioner_util.h:118] Check failed: "
+                          "a.size() == b.size() (2 vs. 3)\nbacktrace"),
+            "a.size() == b.size()");
+  EXPECT_EQ(FailedCheckOf("XLA compile: INVALID_ARGUMENT: bad shape"), "");
+}
+
 // XLA's root cause is the source op of the earliest suspect that the wrong value depends on: a
 // partition offset XLA's CSE shared with another op's handler (here a sort's) comes first in
 // program order but is not it (campaign seed 102: a convolution's miscompile was named sort).

@@ -472,5 +472,161 @@ ENTRY main {
   EXPECT_EQ(report->first_divergence->instruction, "d");
 }
 
+std::unique_ptr<HloModule> ParseForTest(absl::string_view text) {
+  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  return parsed.ok() ? std::move(parsed->module) : nullptr;
+}
+
+std::vector<std::string> SuspectNames(const Divergence& divergence) {
+  std::vector<std::string> names;
+  for (const Divergence::Suspect& s : divergence.suspects) names.push_back(s.name);
+  return names;
+}
+
+// Two leaves of one tuple value, made apart: `t` is wrong through its leaf {1} only, so what made
+// leaf {0} is no suspect (all-gather-group-order once came out as `wrong-result.all-to-all`: the
+// all-to-all of a sort's right leaf came before the all-gather of its wrong one).
+constexpr absl::string_view kTwoLeavesGlobal = R"(HloModule g, num_partitions=2
+ENTRY main {
+  a = f32[4] parameter(0), sharding={devices=[2]<=[2]}
+  x = f32[4] negate(a), sharding={devices=[2]<=[2]}
+  y = f32[4] add(a, a), sharding={devices=[2]<=[2]}
+  ROOT t = (f32[4], f32[4]) tuple(x, y), sharding={{devices=[2]<=[2]}, {devices=[2]<=[2]}}
+}
+)";
+constexpr absl::string_view kTwoLeavesPartitioned = R"(HloModule p, num_partitions=2
+ENTRY main {
+  a = f32[2] parameter(0), sharding={devices=[2]<=[2]}
+  first = f32[2] negate(a)
+  c = f32[] constant(1)
+  ones = f32[2] broadcast(c), dimensions={}
+  doubled = f32[2] add(a, a)
+  second = f32[2] add(doubled, ones)
+  ROOT t = (f32[2], f32[2]) tuple(first, second), sharding={{devices=[2]<=[2]}, {devices=[2]<=[2]}}
+}
+)";
+
+TEST(EquivalenceTest, ATuplesSuspectsAreTheMakersOfItsWrongLeaf) {
+  std::unique_ptr<HloModule> global = ParseForTest(kTwoLeavesGlobal);
+  std::unique_ptr<HloModule> partitioned = ParseForTest(kTwoLeavesPartitioned);
+  ASSERT_TRUE(global && partitioned);
+  EquivOptions options;
+  options.first_is_global = true;
+  absl::StatusOr<EquivReport> report = CheckEquivalence(*global, *partitioned, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->verdict, Verdict::kFails) << FormatEquivReport(*report);
+  ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
+  EXPECT_EQ(report->first_divergence->instruction, "t");
+  EXPECT_EQ(report->first_divergence->mismatch.leaf, "{1}");
+  EXPECT_EQ(SuspectNames(*report->first_divergence),
+            (std::vector<std::string>{"c", "ones", "doubled", "second", "t"}));
+}
+
+// A given claim may name one leaf of a tuple value (`t{1}`, the reference partitioner's reshard
+// steps of a tuple's elements): the leaf is compared, under the claim's sharding.
+TEST(EquivalenceTest, AClaimCanNameOneLeafOfATuple) {
+  std::unique_ptr<HloModule> global = ParseForTest(kTwoLeavesGlobal);
+  std::unique_ptr<HloModule> partitioned = ParseForTest(kTwoLeavesPartitioned);
+  ASSERT_TRUE(global && partitioned);
+  EquivOptions options;
+  options.first_is_global = true;
+  const HloSharding halves = HloSharding::Tile(TileAssignment::Iota({2}));
+  options.claims["first"] = {"t{0}", halves};
+  options.claims["doubled"] = {"t{1}", halves};
+  options.claims["second"] = {"t{1}", halves};
+  absl::StatusOr<EquivReport> report = CheckEquivalence(*global, *partitioned, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
+  // `first` and `doubled` hold their leaves; `second` is the first wrong one.
+  EXPECT_EQ(report->first_divergence->instruction, "second") << FormatEquivReport(*report);
+  EXPECT_EQ(report->first_divergence->holds, "t");
+  EXPECT_EQ(report->first_divergence->holds_leaf, "{1}");
+  EXPECT_THAT(FormatDivergence(*report->first_divergence),
+              HasSubstr("second (line 8) should hold t{1} under {devices=[2]<=[2]}"));
+  // `a`, `first`, `doubled`, `second` and `t`.
+  EXPECT_EQ(report->annotations_checked, 5) << FormatEquivReport(*report);
+  // A path past the value's tuple structure claims nothing.
+  options.claims = {{"first", {"t{0}{3}", halves}}};
+  report = CheckEquivalence(*global, *partitioned, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
+  EXPECT_EQ(report->first_divergence->instruction, "t");
+}
+
+// Given claims reach a loop body through `called_claims` (by computation: names repeat across
+// computations), and an entry claim does not.
+TEST(EquivalenceTest, GivenClaimsReachALoopBodyByComputation) {
+  std::unique_ptr<HloModule> global = ParseForTest(R"(HloModule g, num_partitions=2
+cond {
+  s = (s32[], f32[4]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
+  i = s32[] get-tuple-element(s), index=0, sharding={replicated}
+  n = s32[] constant(2), sharding={replicated}
+  ROOT lt = pred[] compare(i, n), direction=LT, sharding={replicated}
+}
+body {
+  b = (s32[], f32[4]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
+  j = s32[] get-tuple-element(b), index=0, sharding={replicated}
+  x = f32[4] get-tuple-element(b), index=1, sharding={devices=[2]<=[2]}
+  one = s32[] constant(1), sharding={replicated}
+  j1 = s32[] add(j, one), sharding={replicated}
+  twice = f32[4] add(x, x), sharding={devices=[2]<=[2]}
+  ROOT next = (s32[], f32[4]) tuple(j1, twice), sharding={{replicated}, {devices=[2]<=[2]}}
+}
+ENTRY main {
+  a = f32[4] parameter(0), sharding={devices=[2]<=[2]}
+  zero = s32[] constant(0), sharding={replicated}
+  init = (s32[], f32[4]) tuple(zero, a), sharding={{replicated}, {devices=[2]<=[2]}}
+  w = (s32[], f32[4]) while(init), condition=cond, body=body, sharding={{replicated}, {devices=[2]<=[2]}}
+  ROOT r = f32[4] get-tuple-element(w), index=1, sharding={devices=[2]<=[2]}
+}
+)");
+  std::unique_ptr<HloModule> partitioned = ParseForTest(R"(HloModule p, num_partitions=2
+cond {
+  s = (s32[], f32[2]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
+  i = s32[] get-tuple-element(s), index=0, sharding={replicated}
+  n = s32[] constant(2), sharding={replicated}
+  ROOT lt = pred[] compare(i, n), direction=LT, sharding={replicated}
+}
+body {
+  b = (s32[], f32[2]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
+  j = s32[] get-tuple-element(b), index=0, sharding={replicated}
+  x = f32[2] get-tuple-element(b), index=1, sharding={devices=[2]<=[2]}
+  one = s32[] constant(1), sharding={replicated}
+  j1 = s32[] add(j, one), sharding={replicated}
+  c = f32[] constant(1)
+  ones = f32[2] broadcast(c), dimensions={}
+  doubled = f32[2] add(x, x)
+  bumped = f32[2] add(doubled, ones)
+  twice = f32[2] copy(bumped), sharding={devices=[2]<=[2]}
+  ROOT next = (s32[], f32[2]) tuple(j1, twice), sharding={{replicated}, {devices=[2]<=[2]}}
+}
+ENTRY main {
+  a = f32[2] parameter(0), sharding={devices=[2]<=[2]}
+  zero = s32[] constant(0), sharding={replicated}
+  init = (s32[], f32[2]) tuple(zero, a), sharding={{replicated}, {devices=[2]<=[2]}}
+  w = (s32[], f32[2]) while(init), condition=cond, body=body, sharding={{replicated}, {devices=[2]<=[2]}}
+  ROOT r = f32[2] get-tuple-element(w), index=1, sharding={devices=[2]<=[2]}
+}
+)");
+  ASSERT_TRUE(global && partitioned);
+  EquivOptions options;
+  options.first_is_global = true;
+  const HloSharding halves = HloSharding::Tile(TileAssignment::Iota({2}));
+  options.claims["bumped"] = {"twice", halves};  // The entry has no `bumped`: no claim.
+  absl::StatusOr<EquivReport> report = CheckEquivalence(*global, *partitioned, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
+  EXPECT_EQ(report->first_divergence->instruction, "twice") << FormatEquivReport(*report);
+
+  options.called_claims["body"]["bumped"] = {"twice", halves};
+  report = CheckEquivalence(*global, *partitioned, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
+  EXPECT_EQ(report->first_divergence->instruction, "bumped") << FormatEquivReport(*report);
+  EXPECT_EQ(SuspectNames(*report->first_divergence),
+            (std::vector<std::string>{"c", "ones", "doubled", "bumped"}));
+}
+
 }  // namespace
 }  // namespace spmdcheck::oracle
