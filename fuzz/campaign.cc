@@ -572,6 +572,11 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   predicate_options.wasteful_ratio = options_.wasteful_ratio;
   predicate_options.wasteful_min_bytes = options_.wasteful_min_bytes;
   predicate_options.cancelled = [this] { return aborting(); };
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    predicate_options.failed_check =
+        check::FailedCheckOf(report_.failures[static_cast<size_t>(slot)].message);
+  }
   predicate_options.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                                   std::chrono::duration<double>(reduce_seconds));
   absl::StatusOr<ReduceResult> reduced = ReduceFinding(

@@ -122,7 +122,8 @@ InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
     }
     absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
     if (!o.ok()) return false;
-    return check::SignatureOf(spec, *o, m).text == signature;
+    if (check::SignatureOf(spec, *o, m).text != signature) return false;
+    return options.failed_check.empty() || check::FailedCheckOf(o->message) == options.failed_check;
   };
 }
 

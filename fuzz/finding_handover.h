@@ -46,6 +46,9 @@ struct FindingPredicateOptions {
   std::string proposal;
   double wasteful_ratio = 2.0;
   int64_t wasteful_min_bytes = 64;
+  // For a crash or rejection: the failed check (check::FailedCheckOf) a reduced case must fail
+  // again; empty: any of the signature's source file.
+  std::string failed_check;
   // True when the reduction must stop now (a cancelled campaign): the predicate then errs.
   std::function<bool()> cancelled;
   // When the reduction ends: a candidate's check gets our oracle's time until then (at most

@@ -225,6 +225,43 @@ class ModuleVerifier {
     VerifySharding(instr);
     if (operands_ok) VerifyCollective(instr);
     if (operands_ok) VerifyFullToShard(instr);
+    if (operands_ok) VerifyShardToFull(instr);
+  }
+
+  // SPMDShardToFullShape ends a manual region: its operand is each device's shard, so it must be
+  // manual (`sharding={manual}`, or manual in a subgroup), and a fully manual one is the tile of
+  // the result under the result's sharding (an unannotated result is replicated: the whole
+  // value). XLA's partitioner refuses anything else (RET_CHECKs), so a reduction that drops an
+  // annotation makes no XLA bug.
+  void VerifyShardToFull(const HloInstruction& instr) {
+    if (instr.opcode() != HloOpcode::kCustomCall || instr.operand_count() != 1 ||
+        instr.attrs().custom_call_target.value_or("") != "SPMDShardToFullShape") {
+      return;
+    }
+    const HloInstruction& operand = *instr.operand(0);
+    const std::optional<HloSharding>& from = operand.sharding();
+    const bool manual = from.has_value() && (from->IsManual() || from->HasManualSubgroup());
+    if (!manual) {
+      Report(instr,
+             absl::StrCat("SPMDShardToFullShape of ", operand.name(), ", which is not manual (",
+                          from.has_value() ? from->ToString(false) : "no sharding",
+                          "): its operand must be each device's shard"));
+      return;
+    }
+    if (!from->IsManual() || !operand.shape().IsArray() || !instr.shape().IsArray()) return;
+    const HloSharding to = instr.sharding().value_or(HloSharding::Replicate());
+    std::optional<Shape> shard;
+    if (to.IsReplicated() || to.IsMaximal()) {
+      shard = instr.shape();
+    } else if (to.IsTiled() && to.Validate(instr.shape(), 0).ok()) {
+      shard = to.TileShape(instr.shape());
+    }
+    if (shard && !shard->Compatible(operand.shape())) {
+      Report(instr,
+             absl::StrCat("SPMDShardToFullShape to ", instr.shape().ToString(false), " under ",
+                          to.ToString(false), " takes shards of ", shard->ToString(false), ", not ",
+                          operand.shape().ToString(false)));
+    }
   }
 
   // SPMDFullToShardShape turns its operand, under the operand's sharding, into each device's

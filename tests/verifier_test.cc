@@ -466,6 +466,44 @@ ENTRY main {
               HasSubstr("gives shards of s32[2], not s32[4]"));
 }
 
+// SPMDShardToFullShape's operand is each device's shard: it must be manual. The reducer once
+// dropped the operand's `sharding={manual}` (campaign seed 103, case 191), and XLA's RET_CHECK
+// on that module was taken for the same bug as another RET_CHECK of its file.
+TEST(VerifierTest, ShardToFullOperandMustBeManual) {
+  auto text = [](absl::string_view operand_sharding) {
+    return absl::StrCat(R"(HloModule m, num_partitions=2
+ENTRY main {
+  p = s32[4] parameter(0))",
+                        operand_sharding, R"(
+  ROOT f = s32[8] custom-call(p), custom_call_target="SPMDShardToFullShape", sharding={devices=[2]<=[2]}
+}
+)");
+  };
+  EXPECT_THAT(Messages(*Parse(text(", sharding={manual}"))), IsEmpty());
+  EXPECT_THAT(OnlyMessage(text("")),
+              HasSubstr("f: SPMDShardToFullShape of p, which is not manual (no sharding)"));
+  EXPECT_THAT(OnlyMessage(text(", sharding={replicated}")),
+              HasSubstr("which is not manual ({replicated})"));
+  // The operand is the result's tile: s32[4] of s32[8] over 2 devices; an unannotated result is
+  // replicated (the second reduction step of the same case dropped the result's sharding).
+  const std::string unannotated = absl::StrCat(R"(HloModule m, num_partitions=2
+ENTRY main {
+  p = s32[4] parameter(0), sharding={manual}
+  ROOT f = s32[8] custom-call(p), custom_call_target="SPMDShardToFullShape"
+}
+)");
+  EXPECT_THAT(OnlyMessage(unannotated),
+              HasSubstr("f: SPMDShardToFullShape to s32[8] under {replicated} takes shards of "
+                        "s32[8], not s32[4]"));
+  EXPECT_THAT(Messages(*Parse(R"(HloModule m, num_partitions=4
+ENTRY main {
+  p = s32[4,3] parameter(0), sharding={manual}
+  ROOT f = s32[8,3] custom-call(p), custom_call_target="SPMDShardToFullShape", sharding={devices=[2,1,2]<=[4] last_tile_dim_replicate}
+}
+)")),
+              IsEmpty());
+}
+
 TEST(VerifierTest, OnlyAllReduceMayHaveGroupsOfDifferentSizes) {
   std::unique_ptr<HloModule> all_reduce = Parse(AllReduce("", "replica_groups={{0,1},{2}}"));
   EXPECT_THAT(Messages(*all_reduce), IsEmpty());

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "base/file.h"
 #include "check/check_pipeline.h"
+#include "check/signature.h"
 #include "check/version_matrix.h"
 #include "fuzz/finding_handover.h"
 #include "nlohmann/json.hpp"
@@ -102,6 +103,7 @@ int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, st
   fuzz::FindingPredicateOptions predicate;
   predicate.wasteful = fuzz::WastefulKindOf(record.signature);
   predicate.cost_check = LintCostCheck();
+  predicate.failed_check = check::FailedCheckOf(record.message);
   std::vector<std::unique_ptr<target::PartitionerUnderTest>> cheaper;
   if (predicate.wasteful == fuzz::WastefulKind::kBytes) {
     const std::string other = record.signature.substr(record.signature.find("bytes-vs-") + 9);
