@@ -54,6 +54,17 @@ struct JudgeInputs {
   bool judged_is_received = false;
 };
 
+// A partitioning the oracle found correct, as the judges that read programs alone see it
+// (Judge::JudgesProgramsAlone).
+struct CorrectPartitioning {
+  const HloModule& partitioned;
+  const std::string& partitioned_text;
+  // What it was judged against: the program the partitioner received (its annotations are the
+  // user's constraints).
+  const HloModule& judged;
+  int64_t proof_timeout_ms = 2000;
+};
+
 class Judge {
  public:
   virtual ~Judge() = default;
@@ -66,6 +77,14 @@ class Judge {
   // `outcome.judges` holds the records of the judges before it (a later judge may use them: XLA's
   // executions run the oracle's failing inputs first).
   virtual void Run(const JudgeInputs& inputs, CheckOutcome& outcome) const = 0;
+  // Whether it judges a correct partitioning from its programs alone (no partitioner, no
+  // executables, no other judge's record): a fuzz campaign runs those on a thread of its own,
+  // beside its next cases (JudgeProgramsAlone), instead of in the check.
+  virtual bool JudgesProgramsAlone() const { return false; }
+  // For those: judges `partitioning` as Run would, appending its record to `outcome.judges` and
+  // filling the fields it owns. Safe to call from any thread.
+  virtual void RunOnPrograms(const CorrectPartitioning& /*partitioning*/,
+                             CheckOutcome& /*outcome*/) const {}
 };
 
 // The table, in the order the judges run.
@@ -76,11 +95,11 @@ absl::Span<const Judge* const> Judges();
 // the partitioner's executables were run.
 void ApplyVerdictPolicy(CheckOutcome& outcome);
 
-// The lint's proved cheaper chains in `partitioned` (printed as `text`), judged against `global`
-// (the program the partitioner received: its annotations are the user's constraints). Shared
-// with the fuzz campaign's cost check. Empty when the lint cannot run.
-std::vector<CheaperChain> CheaperChains(const HloModule& partitioned, const std::string& text,
-                                        const HloModule& global, int64_t timeout_ms = 2000);
+// Runs every judge of the table that judges programs alone (today: the lint), in the table's
+// order, on a correct partitioning; the outcome holds their records and what they found
+// (cheaper_chains). The fuzz campaign's cost check (tools/lint_cost_check.h): the same judges
+// as `check --lint`, run beside the cases. Safe to call from any thread.
+CheckOutcome JudgeProgramsAlone(const CorrectPartitioning& partitioning);
 
 // Judges' helpers shared with tests.
 // The trials XLA's executables run, in order: the oracle's trials 0..trials-1; when only the

@@ -9,35 +9,38 @@ namespace {
 
 class NotBuiltJudge : public Judge {
  public:
-  NotBuiltJudge(absl::string_view name, bool CheckOptions::*asked) : name_(name), asked_(asked) {}
+  NotBuiltJudge(absl::string_view name, bool CheckOptions::*asked, bool programs_alone)
+      : name_(name), asked_(asked), programs_alone_(programs_alone) {}
   absl::string_view name() const override { return name_; }
   bool Applies(const JudgeInputs& inputs) const override { return inputs.options.*asked_; }
-  void Run(const JudgeInputs& /*inputs*/, CheckOutcome& outcome) const override {
+  void Run(const JudgeInputs& /*inputs*/, CheckOutcome& outcome) const override { Record(outcome); }
+  bool JudgesProgramsAlone() const override { return programs_alone_; }
+  void RunOnPrograms(const CorrectPartitioning& /*partitioning*/,
+                     CheckOutcome& outcome) const override {
+    Record(outcome);
+  }
+
+ private:
+  void Record(CheckOutcome& outcome) const {
     outcome.judges.push_back(JudgeRecord{
         std::string(name_), Verdict::kUnknown,
         "not in this build (SPMDCHECK_PROOF_JUDGES=OFF: the lint and Z3 are left out)", 0, false});
   }
 
- private:
   absl::string_view name_;
   bool CheckOptions::*asked_;
+  bool programs_alone_;
 };
 
 }  // namespace
 
-std::vector<CheaperChain> CheaperChains(const HloModule& /*partitioned*/,
-                                        const std::string& /*text*/, const HloModule& /*global*/,
-                                        int64_t /*timeout_ms*/) {
-  return {};  // No lint in this build: no proved chain.
-}
-
 const Judge& LintJudgeInstance() {
-  static const NotBuiltJudge judge("lint", &CheckOptions::lint);
+  static const NotBuiltJudge judge("lint", &CheckOptions::lint, /*programs_alone=*/true);
   return judge;
 }
 
 const Judge& SmtProofsJudgeInstance() {
-  static const NotBuiltJudge judge("smt-proofs", &CheckOptions::prove);
+  static const NotBuiltJudge judge("smt-proofs", &CheckOptions::prove, /*programs_alone=*/false);
   return judge;
 }
 

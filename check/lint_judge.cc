@@ -50,21 +50,30 @@ class LintJudge : public Judge {
   absl::string_view name() const override { return "lint"; }
   bool Applies(const JudgeInputs& inputs) const override { return inputs.options.lint; }
   void Run(const JudgeInputs& inputs, CheckOutcome& outcome) const override {
-    JudgeRecord record;
-    record.judge = "lint";
     const JudgeRecord* oracle = FindJudgeRecord(outcome, "oracle");
     if (outcome.partitioned == nullptr || oracle == nullptr || oracle->verdict != Verdict::kHolds) {
       // A cost is judged on a correct partitioning only.
+      JudgeRecord record;
+      record.judge = "lint";
       record.ran = false;
       record.detail = "not run: the oracle does not find the partitioning correct";
       outcome.judges.push_back(std::move(record));
       return;
     }
-    const auto start = std::chrono::steady_clock::now();
     const std::string text = outcome.partitioned_text.empty() ? PrintModule(*outcome.partitioned)
                                                               : outcome.partitioned_text;
+    RunOnPrograms({*outcome.partitioned, text, inputs.judged, inputs.options.proof_timeout_ms},
+                  outcome);
+  }
+  bool JudgesProgramsAlone() const override { return true; }
+  void RunOnPrograms(const CorrectPartitioning& partitioning,
+                     CheckOutcome& outcome) const override {
+    JudgeRecord record;
+    record.judge = "lint";
+    const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<lint::LintReport> report =
-        LintAgainst(*outcome.partitioned, text, inputs.judged, inputs.options.proof_timeout_ms);
+        LintAgainst(partitioning.partitioned, partitioning.partitioned_text, partitioning.judged,
+                    partitioning.proof_timeout_ms);
     record.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!report.ok()) {
@@ -91,13 +100,6 @@ class LintJudge : public Judge {
 };
 
 }  // namespace
-
-std::vector<CheaperChain> CheaperChains(const HloModule& partitioned, const std::string& text,
-                                        const HloModule& global, int64_t timeout_ms) {
-  absl::StatusOr<lint::LintReport> report = LintAgainst(partitioned, text, global, timeout_ms);
-  if (!report.ok()) return {};
-  return ProvedChains(*report);
-}
 
 const Judge& LintJudgeInstance() {
   static const LintJudge judge;

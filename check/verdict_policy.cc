@@ -19,6 +19,14 @@ absl::Span<const Judge* const> Judges() {
   return kJudges;
 }
 
+CheckOutcome JudgeProgramsAlone(const CorrectPartitioning& partitioning) {
+  CheckOutcome outcome;
+  for (const Judge* judge : Judges()) {
+    if (judge->JudgesProgramsAlone()) judge->RunOnPrograms(partitioning, outcome);
+  }
+  return outcome;
+}
+
 const JudgeRecord* FindJudgeRecord(const CheckOutcome& outcome, absl::string_view name) {
   for (const JudgeRecord& record : outcome.judges) {
     if (record.judge == name) return &record;

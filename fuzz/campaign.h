@@ -29,8 +29,8 @@ struct CostFinding {
   std::string proposal;
 };
 // Looks for proved cheaper chains in a partitioned module that holds (`global`: the module it
-// was judged against). The CLI sets it to the lint judge's routine (check::CheaperChains,
-// tools/lint_cost_check.h); tests set their own.
+// was judged against). The CLI sets it to the table's judges of programs alone
+// (check::JudgeProgramsAlone: the lint judge, tools/lint_cost_check.h); tests set their own.
 using CostCheck = std::function<std::vector<CostFinding>(
     const HloModule& partitioned, const std::string& text, const HloModule& global)>;
 

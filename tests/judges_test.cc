@@ -116,8 +116,24 @@ TEST(LintJudge, AWastefulChainIsAFindingNotAMiscompile) {
   // The campaign's cost check finds the same chains.
   std::unique_ptr<HloModule> global = Parse(kGlobal);
   std::unique_ptr<HloModule> partitioned = Parse(kWasteful);
-  EXPECT_EQ(CheaperChains(*partitioned, kWasteful, *global, 20000).front().pattern,
-            o.cheaper_chains.front().pattern);
+  const std::string text(kWasteful);
+  const CheckOutcome alone = JudgeProgramsAlone({*partitioned, text, *global, 20000});
+  ASSERT_FALSE(alone.cheaper_chains.empty());
+  EXPECT_EQ(alone.cheaper_chains.front().pattern, o.cheaper_chains.front().pattern);
+  ASSERT_NE(FindJudgeRecord(alone, "lint"), nullptr);
+  EXPECT_EQ(FindJudgeRecord(alone, "lint")->verdict, Verdict::kFails);
+}
+
+// The judges a campaign runs beside its cases are those of the table that read programs alone:
+// the lint. The oracle and XLA's executions need the partitioner's output and inputs; the SMT
+// proofs judge every partitioning, correct or not, in the check itself (a refutation decides
+// the check's status).
+TEST(JudgesTable, OnlyTheLintJudgesProgramsAlone) {
+  std::vector<std::string> alone;
+  for (const Judge* judge : Judges()) {
+    if (judge->JudgesProgramsAlone()) alone.emplace_back(judge->name());
+  }
+  EXPECT_EQ(alone, std::vector<std::string>{"lint"});
 }
 
 TEST(LintJudge, HoldsOnACheapPartitioningAndIsOffByDefault) {
