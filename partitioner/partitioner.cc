@@ -90,7 +90,7 @@ class ModulePartitioner {
   }
 
   const PartitionOptions& options() const { return options_; }
-  PartitionStats& stats() { return stats_; }
+  analysis::PartitionStats& stats() { return stats_; }
   // The reshard steps' claims of the entry computation, by instruction name.
   std::map<std::string, std::pair<std::string, HloSharding>> EntryStepClaims(
       const HloModule& module) const {
@@ -458,7 +458,7 @@ class ModulePartitioner {
   const PartitionOptions& options_;
   ModuleBuildState state_;
   HandlerRegistry registry_;
-  PartitionStats stats_;
+  analysis::PartitionStats stats_;
   absl::flat_hash_map<const HloComputation*, HloComputation*> clones_;
   HloComputation* entry_ = nullptr;
   std::unique_ptr<HloComputation> pending_entry_;
