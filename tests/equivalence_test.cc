@@ -6,17 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "ir/hlo_parser.h"
 #include "oracle/engine.h"
 #include "oracle/sharded_values.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::oracle {
 namespace {
@@ -25,21 +25,17 @@ using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
 std::string ReadCase(const std::string& name) {
-  std::ifstream in(test_support::SharedPath("cases/seed-scatter/" + name));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return test_support::ReadFileOrFail(test_support::SharedPath("cases/seed-scatter/" + name));
 }
 
 std::unique_ptr<HloModule> ParseCase(const std::string& name) {
   const fs::path path = test_support::SharedPath("cases/seed-scatter/" + name);
-  std::ifstream in(path);
-  if (!in) return nullptr;
-  std::stringstream text;
-  text << in.rdbuf();
+  // A missing case is no failure: the fixture skips.
+  absl::StatusOr<std::string> text = base::ReadFile(path);
+  if (!text.ok()) return nullptr;
   ParseOptions options;
   options.path = path.string();
-  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text.str(), options);
+  absl::StatusOr<ParsedModule> parsed = ParseHloModule(*text, options);
   EXPECT_TRUE(parsed.ok()) << parsed.status().message();
   return parsed.ok() ? std::move(parsed->module) : nullptr;
 }
