@@ -17,6 +17,7 @@
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "oracle/engine.h"
+#include "oracle/float_widening.h"
 #include "oracle/inputs.h"
 #include "oracle/order_dependence.h"
 #include "oracle/shape_reduction.h"
@@ -37,66 +38,6 @@ std::string VerifierErrors(const HloModule& module) {
     if (!d.is_warning) errors.push_back(FormatDiagnostic(module, d));
   }
   return absl::StrJoin(errors, "; ");
-}
-
-bool IsNarrowFloat(PrimitiveType type) {
-  return IsFloatingType(type) && type != PrimitiveType::kF32 && type != PrimitiveType::kF64;
-}
-
-bool WidenShape(Shape& shape) {
-  bool changed = false;
-  if (shape.IsTuple()) {
-    for (Shape& e : shape.mutable_tuple_shapes()) changed = WidenShape(e) || changed;
-    return changed;
-  }
-  if (shape.IsArray() && IsNarrowFloat(shape.element_type())) {
-    shape.set_element_type(PrimitiveType::kF32);
-    return true;
-  }
-  return false;
-}
-
-Literal WidenLiteral(const Literal& literal) {
-  if (literal.shape().IsTuple()) {
-    std::vector<Literal> elements;
-    for (const Literal& e : literal.tuple_elements()) elements.push_back(WidenLiteral(e));
-    return Literal::Tuple(std::move(elements));
-  }
-  if (!IsNarrowFloat(literal.shape().element_type()) || literal.elided()) return literal;
-  Shape shape = literal.shape();
-  shape.set_element_type(PrimitiveType::kF32);
-  Literal wide(shape);
-  for (int64_t i = 0; i < literal.element_count(); ++i) wide.SetDouble(i, literal.GetDouble(i));
-  return wide;
-}
-
-bool HasNarrowFloats(const HloModule& module) {
-  for (const auto& c : module.computations()) {
-    for (const auto& i : c->instructions()) {
-      Shape shape = i->shape();
-      if (WidenShape(shape)) return true;
-    }
-  }
-  return false;
-}
-
-// A copy of `module` with every narrow float type widened to f32; nullptr when widening would
-// change meaning (bitcast-convert reinterprets bits).
-std::unique_ptr<HloModule> WidenNarrowFloats(const HloModule& module) {
-  for (const auto& c : module.computations()) {
-    for (const auto& i : c->instructions()) {
-      if (i->opcode() == HloOpcode::kBitcastConvert) return nullptr;
-    }
-  }
-  std::unique_ptr<HloModule> copy = module.Clone();
-  for (const auto& c : copy->computations()) {
-    for (const auto& i : c->instructions()) {
-      Shape shape = i->shape();
-      if (WidenShape(shape)) i->set_shape(shape);  // Layout kept as is (same rank).
-      if (i->literal().has_value()) i->set_literal(WidenLiteral(*i->literal()));
-    }
-  }
-  return copy;
 }
 
 int64_t LargestArray(const Shape& shape) {
@@ -413,9 +354,11 @@ absl::StatusOr<CheckOutcome> CheckPartitioningImpl(const HloModule& global,
 
   // Narrow floats: both programs evaluated in f32 by the oracle.
   std::unique_ptr<HloModule> wide_global, wide_partitioned;
-  if (options.widen_narrow_floats && HasNarrowFloats(*judged)) {
-    wide_global = WidenNarrowFloats(*judged);
-    wide_partitioned = WidenNarrowFloats(*outcome.partitioned);
+  if (options.widen_narrow_floats &&
+      oracle::HasWidenableFloats(*judged, oracle::FloatWidening::kNarrowToF32)) {
+    wide_global = oracle::WidenFloats(*judged, oracle::FloatWidening::kNarrowToF32);
+    wide_partitioned =
+        oracle::WidenFloats(*outcome.partitioned, oracle::FloatWidening::kNarrowToF32);
     if (wide_global == nullptr || wide_partitioned == nullptr) {
       wide_global.reset();
       wide_partitioned.reset();

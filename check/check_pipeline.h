@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "analysis/partition_stats.h"
 #include "ir/hlo_module.h"
 #include "ir/verdict.h"
 #include "oracle/equivalence.h"
-#include "partitioner/partitioner.h"
 #include "target/partitioner_under_test.h"
 
 namespace spmdcheck::check {
@@ -140,7 +140,7 @@ struct CheckOutcome {
   oracle::EquivReport report;  // The oracle: partitioned vs global.
   std::optional<ExecutionCheck> xla_end_to_end;
   std::optional<ExecutionCheck> interpreter_vs_xla;
-  partitioner::PartitionStats stats;
+  analysis::PartitionStats stats;
   std::unique_ptr<HloModule> partitioned;  // May be null (crash before partitioning ended).
   std::string partitioned_text;            // As the partitioner wrote it (XLA's dump).
   // The global module the partitioned one was judged against when it is not the one given

@@ -90,7 +90,7 @@ class ModulePartitioner {
   }
 
   const PartitionOptions& options() const { return options_; }
-  PartitionStats& stats() { return stats_; }
+  analysis::PartitionStats& stats() { return stats_; }
   // The reshard steps' claims, by instruction name: the entry's in `result.step_claims`, the
   // other computations' in `result.called_step_claims`.
   void CollectStepClaims(PartitionResult& result) const {
@@ -460,7 +460,7 @@ class ModulePartitioner {
   const PartitionOptions& options_;
   ModuleBuildState state_;
   HandlerRegistry registry_;
-  PartitionStats stats_;
+  analysis::PartitionStats stats_;
   absl::flat_hash_map<const HloComputation*, HloComputation*> clones_;
   HloComputation* entry_ = nullptr;
   std::unique_ptr<HloComputation> pending_entry_;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "analysis/partition_stats.h"
 #include "ir/hlo_module.h"
 
 namespace spmdcheck::partitioner {
@@ -23,21 +24,9 @@ struct PartitionOptions {
   std::string inject_bug;
 };
 
-struct PartitionStats {
-  int64_t instructions = 0;
-  int64_t handled = 0;
-  // Instructions that took the replicate-compute-reshard fallback, by reason.
-  std::map<std::string, int64_t> fallback_reasons;
-  int64_t fallbacks() const {
-    int64_t n = 0;
-    for (const auto& [reason, count] : fallback_reasons) n += count;
-    return n;
-  }
-};
-
 struct PartitionResult {
   std::unique_ptr<HloModule> module;
-  PartitionStats stats;
+  analysis::PartitionStats stats;
   // Entry instruction name -> the global value it holds and its sharding, for every reshard
   // step's result (the oracle checks each, oracle::EquivOptions::claims).
   std::map<std::string, std::pair<std::string, HloSharding>> step_claims;

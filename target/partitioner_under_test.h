@@ -15,10 +15,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "analysis/partition_stats.h"
 #include "ir/hlo_module.h"
 #include "ir/literal.h"
 #include "ir/sharding.h"
-#include "partitioner/partitioner.h"
 
 namespace spmdcheck::target {
 
@@ -75,7 +75,7 @@ struct PartitionOutput {
   // Empty: the global module's own annotations stand.
   std::vector<HloSharding> parameter_shardings;
   std::vector<HloSharding> output_shardings;  // One per result leaf.
-  partitioner::PartitionStats stats;          // The reference partitioner's handler counts.
+  analysis::PartitionStats stats;             // The reference partitioner's handler counts.
   // What instructions of `partitioned` hold, by name: the global value and its sharding (the
   // reference partitioner's reshard steps), checked by the oracle one by one.
   std::map<std::string, std::pair<std::string, HloSharding>> claims;

@@ -5,6 +5,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "partitioner/partitioner.h"
 
 namespace spmdcheck::target {
 

@@ -3,7 +3,6 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <system_error>
@@ -14,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::fuzz {
 namespace {
@@ -102,8 +102,8 @@ TEST(Campaign, PatternHitsAppearInTheSummary) {
   EXPECT_THAT(report->ToString(),
               HasSubstr("patterns hit: dus-out-of-range-start " + std::to_string(dus) +
                         ", manual-region " + std::to_string(manual) + "\n"));
-  std::ifstream in(std::filesystem::path(options.out_dir) / "summary.json");
-  const nlohmann::json summary = nlohmann::json::parse(in);
+  const nlohmann::json summary = nlohmann::json::parse(
+      test_support::ReadFileOrFail(std::filesystem::path(options.out_dir) / "summary.json"));
   EXPECT_EQ(summary["pattern_hits"]["dus-out-of-range-start"], dus);
   EXPECT_EQ(summary["pattern_hits"]["manual-region"], manual);
   EXPECT_EQ(summary["pattern_hits"].size(), 2u);
@@ -160,11 +160,9 @@ TEST(Campaign, KnownFindingsAreCountedNotWrittenAgain) {
   options.partitioners = "reference+bug=dot-padding-unmasked";
   options.out_dir = TempDir("known");
   const std::string known = options.out_dir + "/known.json";
-  {
-    std::ofstream file(known);
-    file << R"({"findings": [{"name": "padded-dot", "signatures": ["wrong-result.all-reduce"],
-                 "jax_versions": [], "status": "open", "upstream": "none"}]})";
-  }
+  test_support::WriteFileOrFail(
+      known, R"({"findings": [{"name": "padded-dot", "signatures": ["wrong-result.all-reduce"],
+                 "jax_versions": [], "status": "open", "upstream": "none"}]})");
   options.known_findings = known;
   absl::StatusOr<CampaignReport> report = RunCampaign(options);
   ASSERT_TRUE(report.ok()) << report.status();
@@ -238,7 +236,7 @@ TEST(Campaign, AMalformedKnownFindingsFileIsAnError) {
   options.cases = 1;
   options.out_dir = TempDir("badknown");
   options.known_findings = options.out_dir + "/known.json";
-  { std::ofstream(options.known_findings) << "[1, 2"; }
+  test_support::WriteFileOrFail(options.known_findings, "[1, 2");
   absl::StatusOr<CampaignReport> report = RunCampaign(options);
   ASSERT_FALSE(report.ok());
   EXPECT_THAT(std::string(report.status().message()), HasSubstr("not a known-findings file"));

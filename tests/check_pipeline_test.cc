@@ -4,9 +4,7 @@
 // differently is oracle-disagrees (both unknown).
 #include "check/check_pipeline.h"
 
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +17,7 @@
 #include "oracle/inputs.h"
 #include "oracle/sharded_values.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::check {
 namespace {
@@ -339,11 +338,8 @@ TEST(DescribeModuleChanges, NamesOpcodeCountsThatMoved) {
 // The check pipeline knows which module is global: a matching signature does not make the
 // global program a partitioned one (tests/data/manual_region_same_signature.hlo).
 TEST(CheckPipeline, AGlobalProgramWithAManualRegionIsJudgedAsGlobal) {
-  std::ifstream in(::spmdcheck::test_support::SourceDir() +
-                   "/tests/data/manual_region_same_signature.hlo");
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<ParsedModule> m = ParseHloModule(text.str());
+  absl::StatusOr<ParsedModule> m = ParseHloModule(::spmdcheck::test_support::ReadFileOrFail(
+      ::spmdcheck::test_support::SourceDir() + "/tests/data/manual_region_same_signature.hlo"));
   ASSERT_TRUE(m.ok()) << m.status();
   CheckOptions options;
   options.seed = 17986186861305372233u;

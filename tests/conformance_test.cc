@@ -4,8 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -15,18 +13,13 @@
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using test_support::ReadFileOrFail;
 
 std::vector<fs::path> HloFiles(const fs::path& dir) {
   std::vector<fs::path> files;
@@ -49,7 +42,7 @@ TEST_P(ConformanceTest, EveryModuleParsesVerifiesAndPrintsIdempotently) {
   for (const fs::path& path : files) {
     ParseOptions options;
     options.path = path.string();
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(ReadAll(path), options);
+    absl::StatusOr<ParsedModule> parsed = ParseHloModule(ReadFileOrFail(path), options);
     EXPECT_TRUE(parsed.ok()) << parsed.status().message();
     if (!parsed.ok()) continue;
     ++parsed_ok;
@@ -122,7 +115,7 @@ TEST(SeedFragmentTest, PastedStatementsParseAsFragments) {
   int fragments = 0;
   for (const auto& entry : fs::directory_iterator(seeds)) {
     if (!absl::StartsWith(entry.path().filename().string(), "000_")) continue;
-    for (const std::string& paste : ExtractPastes(ReadAll(entry.path()))) {
+    for (const std::string& paste : ExtractPastes(ReadFileOrFail(entry.path()))) {
       ParseOptions options;
       options.path = entry.path().filename().string();
       options.fragment = true;

@@ -6,40 +6,38 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
+#include <functional>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/file.h"
 #include "ir/hlo_parser.h"
 #include "oracle/engine.h"
 #include "oracle/sharded_values.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::oracle {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 namespace fs = std::filesystem;
 
 std::string ReadCase(const std::string& name) {
-  std::ifstream in(test_support::SharedPath("cases/seed-scatter/" + name));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return test_support::ReadFileOrFail(test_support::SharedPath("cases/seed-scatter/" + name));
 }
 
 std::unique_ptr<HloModule> ParseCase(const std::string& name) {
   const fs::path path = test_support::SharedPath("cases/seed-scatter/" + name);
-  std::ifstream in(path);
-  if (!in) return nullptr;
-  std::stringstream text;
-  text << in.rdbuf();
+  // A missing case is no failure: the fixture skips.
+  absl::StatusOr<std::string> text = base::ReadFile(path);
+  if (!text.ok()) return nullptr;
   ParseOptions options;
   options.path = path.string();
-  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text.str(), options);
+  absl::StatusOr<ParsedModule> parsed = ParseHloModule(*text, options);
   EXPECT_TRUE(parsed.ok()) << parsed.status().message();
   return parsed.ok() ? std::move(parsed->module) : nullptr;
 }
@@ -626,6 +624,69 @@ ENTRY main {
   EXPECT_EQ(report->first_divergence->instruction, "bumped") << FormatEquivReport(*report);
   EXPECT_EQ(SuspectNames(*report->first_divergence),
             (std::vector<std::string>{"c", "ones", "doubled", "bumped"}));
+}
+
+// A generated f32 pipeline (tests/data/oracle/f32_rounding_pipeline*.hlo: PipelineGenTest, seed
+// 8135646384220318788) whose partitioning sums a dot in two halves: six loop trips of dots and
+// tanh grow the last-bit difference beyond f32's tolerance, and evaluated in f64 the programs
+// agree. `edit` changes both texts before they are parsed.
+absl::StatusOr<EquivReport> CheckRoundingPipeline(
+    const std::function<void(std::string& global, std::string& partitioned)>& edit = {}) {
+  std::string global_text = test_support::ReadFileOrFail(
+      test_support::SourcePath("tests/data/oracle/f32_rounding_pipeline.hlo"));
+  std::string partitioned_text = test_support::ReadFileOrFail(
+      test_support::SourcePath("tests/data/oracle/f32_rounding_pipeline_partitioned.hlo"));
+  if (edit) edit(global_text, partitioned_text);
+  absl::StatusOr<ParsedModule> global = ParseHloModule(global_text);
+  absl::StatusOr<ParsedModule> partitioned = ParseHloModule(partitioned_text);
+  if (!global.ok()) return global.status();
+  if (!partitioned.ok()) return partitioned.status();
+  EquivOptions options;
+  options.seed = 918;
+  options.trials = 1;
+  options.first_is_global = true;
+  return CheckEquivalence(*global->module, *partitioned->module, options);
+}
+
+TEST(F32RoundingTest, AnF32MismatchThatF64EvaluationRemovesIsRounding) {
+  absl::StatusOr<EquivReport> report = CheckRoundingPipeline();
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->verdict, Verdict::kHolds) << FormatEquivReport(*report);
+  EXPECT_THAT(FormatEquivReport(*report),
+              HasSubstr("in f32 the programs differ beyond the tolerance (trial 0, device 0 at "
+                        "[2,1,0]: expected 2.590447, got 2.5902197); evaluated in f64 on the same "
+                        "trials they agree within f32's tolerance"));
+}
+
+TEST(F32RoundingTest, AWrongValueIsWrongInF64Too) {
+  // One loop trip fewer in the partitioned program: the last micro-batch is never collected.
+  absl::StatusOr<EquivReport> report = CheckRoundingPipeline([](std::string&,
+                                                                std::string& partitioned) {
+    const std::string trips = "constant.3 = s32[] constant(6)";
+    ASSERT_NE(partitioned.find(trips), std::string::npos);
+    partitioned.replace(partitioned.find(trips), trips.size(), "constant.3 = s32[] constant(5)");
+  });
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->verdict, Verdict::kFails) << FormatEquivReport(*report);
+  EXPECT_THAT(FormatEquivReport(*report),
+              HasSubstr("evaluated in f64 the programs differ as well: the difference is not "
+                        "rounding"));
+}
+
+TEST(F32RoundingTest, ProgramsWithAnotherFloatTypeGetNoSecondLook) {
+  // An f64 value (unused) in both programs: widening f32 could then hide a partitioner that
+  // computes an f64 value in f32, so the f32 mismatch stands.
+  absl::StatusOr<EquivReport> report =
+      CheckRoundingPipeline([](std::string& global, std::string& partitioned) {
+        for (std::string* text : {&global, &partitioned}) {
+          const std::string entry = "  constant.30 = s32[] constant(0)";
+          ASSERT_NE(text->find(entry), std::string::npos);
+          text->insert(text->find(entry), "  unused = f64[] constant(0)\n");
+        }
+      });
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_EQ(report->verdict, Verdict::kFails) << FormatEquivReport(*report);
+  EXPECT_THAT(FormatEquivReport(*report), Not(HasSubstr("f64")));
 }
 
 }  // namespace

@@ -5,8 +5,6 @@
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +15,7 @@
 #include "explain/mpmd_explanation.h"
 #include "ir/primitive_type.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::explain {
 namespace {
@@ -26,10 +25,8 @@ const std::vector<std::string>& Fixtures() {
     auto* out = new std::vector<std::string>;
     for (const char* name :
          {"gpipe_fwd_bwd.ifrt.mlir", "forward_3_microbatches.ifrt.mlir", "mesh2x2.ifrt.mlir"}) {
-      std::ifstream in(test_support::SourcePath(absl::StrCat("corpus/explain/mpmd/", name)));
-      std::stringstream text;
-      text << in.rdbuf();
-      out->push_back(text.str());
+      out->push_back(test_support::ReadFileOrFail(
+          test_support::SourcePath(absl::StrCat("corpus/explain/mpmd/", name))));
     }
     return out;
   }();

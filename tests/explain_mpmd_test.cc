@@ -1,8 +1,6 @@
 // explain for MPMD programs in IFRT IR: the reader (explain/ifrt_program.h) and the explanation
 // (explain/mpmd_explanation.h), on IFRT programs Shardy's MPMD partitioner made
 // (corpus/explain/mpmd, written by its make_fixtures.py) and on hand-broken copies of them.
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_join.h"
@@ -12,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::explain {
 namespace {
@@ -20,10 +19,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 std::string Fixture(const std::string& name) {
-  std::ifstream in(test_support::SourcePath("corpus/explain/mpmd/" + name));
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return test_support::ReadFileOrFail(test_support::SourcePath("corpus/explain/mpmd/" + name));
 }
 
 MpmdExplanation ExplainText(const std::string& text) {

@@ -6,10 +6,8 @@
 // and HTML renderings.
 #include "explain/explain.h"
 
-#include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,18 +17,13 @@
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::explain {
 namespace {
 
+using test_support::ReadFileOrFail;
 using ::testing::HasSubstr;
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::string SourcePath(const std::string& relative) {
   return ::spmdcheck::test_support::SourceDir() + "/" + relative;
@@ -45,7 +38,7 @@ struct Explained {
 Explained ExplainFile(const std::string& path, const ExplainOptions& options = {},
                       const std::string& global_path = "") {
   Explained out;
-  const std::string text = ReadText(path);
+  const std::string text = ReadFileOrFail(path);
   absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, {.path = path});
   if (!parsed.ok()) {
     ADD_FAILURE() << parsed.status();
@@ -55,7 +48,7 @@ Explained ExplainFile(const std::string& path, const ExplainOptions& options = {
   ModuleSource input{out.module.get(), text};
   std::optional<ModuleSource> global;
   if (!global_path.empty()) {
-    const std::string global_text = ReadText(global_path);
+    const std::string global_text = ReadFileOrFail(global_path);
     absl::StatusOr<ParsedModule> g = ParseHloModule(global_text, {.path = global_path});
     if (!g.ok()) {
       ADD_FAILURE() << g.status();

@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,11 +14,13 @@
 #include "ir/hlo_printer.h"
 #include "ir/verifier.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::ReadFileOrFail;
 
 std::unique_ptr<HloModule> Parse(const std::string& text, bool fragment = false) {
   ParseOptions options;
@@ -286,13 +286,6 @@ TEST(HloClone, ACopiedInstructionIsInNoComputation) {
   EXPECT_EQ(p8->opcode(), HloOpcode::kAbs);
 }
 
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 TEST(HloClone, EveryConformanceModuleClonesFaithfully) {
   SPMDCHECK_SKIP_WITHOUT_SHARED("conformance");
   std::vector<fs::path> files;
@@ -309,7 +302,7 @@ TEST(HloClone, EveryConformanceModuleClonesFaithfully) {
     SCOPED_TRACE(path.string());
     ParseOptions options;
     options.path = path.string();
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(ReadAll(path), options);
+    absl::StatusOr<ParsedModule> parsed = ParseHloModule(ReadFileOrFail(path), options);
     ASSERT_TRUE(parsed.ok()) << parsed.status().message();
     const HloModule& original = *parsed->module;
     const std::string printed = PrintModule(original);

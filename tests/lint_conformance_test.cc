@@ -6,8 +6,6 @@
 // equal by Z3, so they are not noise.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -18,18 +16,13 @@
 #include "lint/lint.h"
 #include "partitioner/partitioner.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::lint {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string ReadAll(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using test_support::ReadFileOrFail;
 
 TEST(LintConformanceTest, OurPartitionerOutputHasNoIncorrectChain) {
   SPMDCHECK_SKIP_WITHOUT_SHARED("conformance/xla-spmd-2023");
@@ -43,7 +36,7 @@ TEST(LintConformanceTest, OurPartitionerOutputHasNoIncorrectChain) {
   for (const fs::path& path : files) {
     ParseOptions options;
     options.path = path.string();
-    absl::StatusOr<ParsedModule> global = ParseHloModule(ReadAll(path), options);
+    absl::StatusOr<ParsedModule> global = ParseHloModule(ReadFileOrFail(path), options);
     ASSERT_TRUE(global.ok()) << global.status();
     absl::StatusOr<partitioner::PartitionResult> partitioned =
         partitioner::PartitionModule(*global->module, partitioner::PartitionOptions{});

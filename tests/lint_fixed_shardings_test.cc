@@ -2,7 +2,6 @@
 // global program, jax's sharding_constraint in a dump's metadata, every annotation of a program
 // before propagation) are fixed like parameters and the result; a proposal that changes one is
 // no finding, and the search still looks for one that keeps them.
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -14,19 +13,14 @@
 #include "ir/hlo_parser.h"
 #include "lint/lint.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::lint {
 namespace {
 
+using test_support::ReadFileOrFail;
 using ::testing::Contains;
 using ::testing::HasSubstr;
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::unique_ptr<HloModule> Parse(const std::string& text) {
   absl::StatusOr<ParsedModule> parsed = ParseHloModule(text);
@@ -43,7 +37,7 @@ LintReport LintText(const std::string& text, const LintOptions& options = {}) {
 }
 
 std::string AgOwnSlice() {
-  return ReadText(test_support::SourceDir() + "/corpus/lint/unannotated/03_ag_own_slice.hlo");
+  return ReadFileOrFail(test_support::SourceDir() + "/corpus/lint/unannotated/03_ag_own_slice.hlo");
 }
 
 TEST(LintFixedShardingsTest, AnAllGatherTheUserAskedForIsKept) {
@@ -66,7 +60,7 @@ class SeedFixedTest : public ::testing::Test {
  protected:
   void SetUp() override { SPMDCHECK_SKIP_WITHOUT_SHARED("cases/seed-scatter/gspmd.hlo"); }
   static std::string Seed(const std::string& file) {
-    return ReadText(test_support::SharedPath("cases/seed-scatter/" + file));
+    return ReadFileOrFail(test_support::SharedPath("cases/seed-scatter/" + file));
   }
 };
 

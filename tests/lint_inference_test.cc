@@ -7,7 +7,6 @@
 // unchanged.
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -20,19 +19,14 @@
 #include "lint/lint.h"
 #include "lint/search.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::lint {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::ReadFileOrFail;
 using ::testing::HasSubstr;
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // `text` with the `, sharding={...}` of every instruction but the parameters removed.
 std::string StripShardings(const std::string& text) {
@@ -97,7 +91,7 @@ TEST(LintStrippedCorpusTest, EveryWastefulChainIsStillFlaggedWithAProof) {
   int flagged = 0, without_inference = 0;
   const std::vector<fs::path> files = CorpusFiles("wasteful");
   for (const fs::path& path : files) {
-    const std::string text = StripShardings(ReadText(path.string()));
+    const std::string text = StripShardings(ReadFileOrFail(path.string()));
     {
       absl::StatusOr<ParsedModule> parsed = ParseHloModule(text);
       ASSERT_TRUE(parsed.ok());
@@ -121,7 +115,7 @@ TEST(LintStrippedCorpusTest, EveryWastefulChainIsStillFlaggedWithAProof) {
 
 TEST(LintStrippedCorpusTest, NoGoodChainIsFlagged) {
   for (const fs::path& path : CorpusFiles("good")) {
-    Linted linted = Lint(StripShardings(ReadText(path.string())));
+    Linted linted = Lint(StripShardings(ReadFileOrFail(path.string())));
     EXPECT_EQ(linted.report.proved(), 0) << path << "\n" << FormatText(linted.report);
     EXPECT_EQ(linted.report.incorrect(), 0) << path << "\n" << FormatText(linted.report);
   }
@@ -131,7 +125,7 @@ TEST(LintStrippedCorpusTest, TheRootShardingIsInferredAsTheFileAnnotatesIt) {
   // Every corpus file annotates its ROOT; the inference must find the same layout.
   for (const std::string kind : {"wasteful", "good", "cheaper"}) {
     for (const fs::path& path : CorpusFiles(kind)) {
-      const std::string original = ReadText(path.string());
+      const std::string original = ReadFileOrFail(path.string());
       absl::StatusOr<ParsedModule> annotated = ParseHloModule(original);
       ASSERT_TRUE(annotated.ok());
       const HloInstruction* root = annotated->module->entry()->root();
@@ -248,7 +242,7 @@ TEST(InferHoldingsTest, TheIssuesPatternsAreFoundAsWithAnnotations) {
        {"wasteful/01_ag_ds_own_tile.hlo", "wasteful/03_two_permutes.hlo",
         "wasteful/06_ag_ds_retile.hlo", "wasteful/07_ag_ds_device_order.hlo"}) {
     const std::string text =
-        ReadText(::spmdcheck::test_support::SourceDir() + "/corpus/lint/" + file);
+        ReadFileOrFail(::spmdcheck::test_support::SourceDir() + "/corpus/lint/" + file);
     Linted annotated = Lint(text);
     Linted stripped = Lint(StripShardings(text));
     EXPECT_EQ(annotated.report.chains, stripped.report.chains) << file;
@@ -264,7 +258,7 @@ TEST(InferHoldingsTest, TheIssuesPatternsAreFoundAsWithAnnotations) {
 
 TEST(InferHoldingsTest, TheAnnotatedSeedStillProposes384AgainstGspmds504) {
   SPMDCHECK_SKIP_WITHOUT_SHARED("cases/seed-scatter/gspmd.hlo");
-  const std::string text = ReadText(test_support::SharedPath("cases/seed-scatter/gspmd.hlo"));
+  const std::string text = ReadFileOrFail(test_support::SharedPath("cases/seed-scatter/gspmd.hlo"));
   Linted linted = Lint(text);
   ASSERT_EQ(linted.report.findings.size(), 1u) << FormatText(linted.report);
   const Finding& f = linted.report.findings[0];
@@ -291,7 +285,7 @@ TEST(InferHoldingsTest, TheSeedWithoutAnyAnnotationGivesTheSameFinding) {
   SPMDCHECK_SKIP_WITHOUT_SHARED("cases/seed-scatter/gspmd.hlo");
   // No sharding= but the parameter's and no `// holds=` comment, as XLA prints it.
   std::string text =
-      StripShardings(ReadText(test_support::SharedPath("cases/seed-scatter/gspmd.hlo")));
+      StripShardings(ReadFileOrFail(test_support::SharedPath("cases/seed-scatter/gspmd.hlo")));
   std::string bare;
   std::stringstream in(text);
   std::string line;

@@ -1,8 +1,6 @@
 // Issue 14 item 5: hints in JAX's notation. The PartitionSpec is checked by building what JAX's
 // NamedSharding lowers to by hand (XLA's documented device order: a mesh's devices transposed so
 // that each dim's axes come first, in order, then the unused axes as the replication dim).
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -11,6 +9,7 @@
 #include "lint/jax_hint.h"
 #include "lint/lint.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::lint {
 namespace {
@@ -55,14 +54,13 @@ TEST(JaxHintTest, TheMeshFlagAndTheModulesMesh) {
 
 TEST(JaxHintTest, TheSeedsHintNamesTheConstraint) {
   SPMDCHECK_SKIP_WITHOUT_SHARED("cases/seed-scatter/gspmd.hlo");
-  std::ifstream in(test_support::SharedPath("cases/seed-scatter/gspmd.hlo"));
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text.str());
+  const std::string text =
+      test_support::ReadFileOrFail(test_support::SharedPath("cases/seed-scatter/gspmd.hlo"));
+  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text);
   ASSERT_TRUE(parsed.ok());
   LintOptions options;
   options.mesh = *ParseMeshFlag("data=2,pipeline=4,model=8");  // pre.hlo's mesh.
-  absl::StatusOr<LintReport> report = LintModule(*parsed->module, text.str(), options);
+  absl::StatusOr<LintReport> report = LintModule(*parsed->module, text, options);
   ASSERT_TRUE(report.ok());
   ASSERT_EQ(report->findings.size(), 1u);
   ASSERT_TRUE(report->findings[0].cause.has_value());

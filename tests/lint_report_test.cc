@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "lint/lint.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::lint {
 namespace {
@@ -119,10 +119,7 @@ std::string WriteTempFile(absl::string_view name, absl::string_view contents) {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
   const std::string path =
       absl::StrCat(::testing::TempDir(), "/lint_report_test_", info->name(), "_", name);
-  std::ofstream out(path, std::ios::binary);
-  out << contents;
-  out.close();
-  EXPECT_TRUE(out.good()) << "cannot write " << path;
+  test_support::WriteFileOrFail(path, contents);
   return path;
 }
 

@@ -4,9 +4,7 @@
 // a reshape, a masked all-reduce whose kept member is not first (collective-broadcast with the
 // groups rotated), and corpus/lint/wasteful/02 at 64 B (an all-gather over part of a tile dim,
 // outside the planner's candidates) instead of 192 B.
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -14,6 +12,7 @@
 #include "ir/hlo_parser.h"
 #include "lint/lint.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::lint {
 namespace {
@@ -30,10 +29,8 @@ LintReport LintText(const std::string& text) {
 }
 
 LintReport LintCorpus(const std::string& file) {
-  std::ifstream in(::spmdcheck::test_support::SourceDir() + "/corpus/lint/" + file);
-  std::stringstream text;
-  text << in.rdbuf();
-  return LintText(text.str());
+  return LintText(::spmdcheck::test_support::ReadFileOrFail(::spmdcheck::test_support::SourceDir() +
+                                                            "/corpus/lint/" + file));
 }
 
 const Finding* Only(const LintReport& report) {

@@ -6,9 +6,7 @@
 
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,18 +18,13 @@
 #include "lint/topology.h"
 #include "oracle/equivalence.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::lint {
 namespace {
 
+using test_support::ReadFileOrFail;
 using ::testing::HasSubstr;
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::unique_ptr<HloModule> ParseText(const std::string& text) {
   absl::StatusOr<ParsedModule> parsed = ParseHloModule(text);
@@ -53,7 +46,7 @@ struct Linted {
 
 Linted Lint(const std::string& path, const LintOptions& options = {}) {
   Linted out;
-  const std::string text = ReadText(path);
+  const std::string text = ReadFileOrFail(path);
   out.module = ParseText(text);
   if (out.module == nullptr) return out;
   absl::StatusOr<LintReport> report = LintModule(*out.module, text, options);
@@ -100,7 +93,7 @@ TEST_F(SeedLintTest, TheProposedChainImplementsThePreProgramUnderTheOracle) {
   Linted linted = Lint(SeedPath("gspmd.hlo"));
   ASSERT_EQ(linted.report.findings.size(), 1u);
   std::unique_ptr<HloModule> proposed = ParseText(linted.report.findings[0].proposed_hlo);
-  std::unique_ptr<HloModule> pre = ParseText(ReadText(SeedPath("pre.hlo")));
+  std::unique_ptr<HloModule> pre = ParseText(ReadFileOrFail(SeedPath("pre.hlo")));
   ASSERT_NE(proposed, nullptr);
   ASSERT_NE(pre, nullptr);
   // Independent of the Z3 proof: run both on 64 simulated devices, each with its own shard.
@@ -111,7 +104,7 @@ TEST_F(SeedLintTest, TheProposedChainImplementsThePreProgramUnderTheOracle) {
 }
 
 TEST_F(SeedLintTest, WithTheGlobalProgramTheCauseIsStillReshape1062) {
-  std::unique_ptr<HloModule> pre = ParseText(ReadText(SeedPath("pre.hlo")));
+  std::unique_ptr<HloModule> pre = ParseText(ReadFileOrFail(SeedPath("pre.hlo")));
   ASSERT_NE(pre, nullptr);
   LintOptions options;
   options.global = pre.get();
@@ -127,7 +120,7 @@ TEST_F(SeedLintTest, WithTheGlobalProgramTheCauseIsStillReshape1062) {
 }
 
 TEST_F(SeedLintTest, TheReportersRewriteIsRefutedNotASaving) {
-  std::unique_ptr<HloModule> pre = ParseText(ReadText(SeedPath("pre.hlo")));
+  std::unique_ptr<HloModule> pre = ParseText(ReadFileOrFail(SeedPath("pre.hlo")));
   ASSERT_NE(pre, nullptr);
   LintOptions options;
   options.global = pre.get();

@@ -6,9 +6,7 @@
 // Properties over ring sizes and offsets: tests/lint_unannotated_property_test.cc.
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,22 +18,17 @@
 #include "lint/lint.h"
 #include "oracle/engine.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::lint {
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::ReadFileOrFail;
 using ::testing::HasSubstr;
 
 std::string CorpusPath(const std::string& file) {
   return test_support::SourceDir() + "/corpus/lint/unannotated/" + file;
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
 }
 
 struct Linted {
@@ -98,7 +91,7 @@ struct Proposal {
 
 Proposal ProvedProposal(const std::string& file, const std::string& rule) {
   Proposal out;
-  Linted linted = LintText(ReadText(CorpusPath(file)));
+  Linted linted = LintText(ReadFileOrFail(CorpusPath(file)));
   EXPECT_EQ(linted.report.proved(), 1) << file << "\n" << FormatText(linted.report);
   for (const Finding& f : linted.report.findings) {
     if (f.status == FindingStatus::kProved) out.finding = f;
@@ -126,7 +119,7 @@ void ExpectSameOnEveryDevice(const HloModule& original, const HloModule& propose
 }
 
 std::unique_ptr<HloModule> ParseFile(const std::string& file) {
-  absl::StatusOr<ParsedModule> parsed = ParseHloModule(ReadText(CorpusPath(file)));
+  absl::StatusOr<ParsedModule> parsed = ParseHloModule(ReadFileOrFail(CorpusPath(file)));
   EXPECT_TRUE(parsed.ok()) << parsed.status();
   return parsed.ok() ? std::move(parsed->module) : nullptr;
 }
@@ -134,7 +127,7 @@ std::unique_ptr<HloModule> ParseFile(const std::string& file) {
 TEST(LintUnannotatedTest, TheCorpusModulesCarryNoShardingAtAll) {
   for (const auto& entry : fs::recursive_directory_iterator(CorpusPath(""))) {
     if (entry.path().extension() != ".hlo") continue;
-    EXPECT_THAT(ReadText(entry.path().string()), ::testing::Not(HasSubstr("sharding=")))
+    EXPECT_THAT(ReadFileOrFail(entry.path().string()), ::testing::Not(HasSubstr("sharding=")))
         << entry.path();
   }
 }
@@ -220,7 +213,7 @@ TEST(LintUnannotatedTest, NearMissesGetNoFinding) {
   for (const auto& entry : fs::directory_iterator(CorpusPath("near_miss"))) {
     if (entry.path().extension() != ".hlo") continue;
     ++files;
-    Linted linted = LintText(ReadText(entry.path().string()));
+    Linted linted = LintText(ReadFileOrFail(entry.path().string()));
     EXPECT_TRUE(linted.report.findings.empty()) << entry.path() << "\n"
                                                 << FormatText(linted.report);
   }

@@ -7,10 +7,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "base/file.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
 #include "ir/sharding.h"
@@ -33,9 +33,9 @@ HloSharding MustParse(const std::string& text) {
 TEST(NamedShardingTest, JaxlibVectorsGiveJaxlibsV2AndPrintBack) {
   const std::string path =
       ::spmdcheck::test_support::SourceDir() + "/tests/data/named_sharding/jaxlib_vectors.json";
-  std::ifstream in(path);
-  ASSERT_TRUE(in.good()) << path;
-  const nlohmann::json data = nlohmann::json::parse(in);
+  const absl::StatusOr<std::string> text = base::ReadFile(path);
+  ASSERT_TRUE(text.ok()) << text.status();
+  const nlohmann::json data = nlohmann::json::parse(*text);
   int checked = 0;
   for (const auto& vector : data["vectors"]) {
     const std::string v3 = vector["v3"], v2 = vector["v2"], shape_text = vector["shape"];

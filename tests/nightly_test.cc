@@ -2,8 +2,6 @@
 // libFuzzer's output, and its reports (JSON, Markdown, HTML, JUnit).
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -14,6 +12,7 @@
 #include "nightly/report.h"
 #include "nightly/runner.h"
 #include "nightly/state.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::nightly {
 namespace {
@@ -30,13 +29,6 @@ std::string TempDir(const std::string& name) {
   return dir.string();
 }
 
-std::string Slurp(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 int Occurrences(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -48,7 +40,7 @@ TEST(AtomicFile, WritesReplacesAndLeavesNoTemporaryFile) {
   const std::string path = dir + "/sub/state.json";
   ASSERT_TRUE(base::WriteFileAtomic(path, "{\"a\": 1}\n").ok());
   ASSERT_TRUE(base::WriteFileAtomic(path, "{\"a\": 2}\n").ok());
-  EXPECT_EQ(Slurp(path), "{\"a\": 2}\n");
+  EXPECT_EQ(test_support::ReadFileOrFail(path), "{\"a\": 2}\n");
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir + "/sub")) {
     (void)e;
@@ -63,12 +55,12 @@ TEST(AtomicFile, WritesReplacesAndLeavesNoTemporaryFile) {
 TEST(AtomicFile, ReadErrorsSayWhat) {
   const std::string dir = TempDir("read");
   EXPECT_TRUE(absl::IsNotFound(ReadJsonFile(dir + "/absent.json").status()));
-  std::ofstream(dir + "/bad.json") << "{\"truncated\": ";
+  test_support::WriteFileOrFail(dir + "/bad.json", "{\"truncated\": ");
   absl::Status status = ReadJsonFile(dir + "/bad.json").status();
   EXPECT_TRUE(absl::IsInvalidArgument(status));
   EXPECT_THAT(std::string(status.message()), HasSubstr("bad.json"));
   // A write into a path that cannot be a directory fails with the path named.
-  std::ofstream(dir + "/file") << "x";
+  test_support::WriteFileOrFail(dir + "/file", "x");
   status = base::WriteFileAtomic(dir + "/file/inside.json", "{}");
   EXPECT_FALSE(status.ok());
   EXPECT_THAT(std::string(status.message()), HasSubstr("file/inside.json"));
@@ -266,8 +258,9 @@ TEST(LibFuzzerLog, OtherKinds) {
 TEST(LibFuzzerFlags, FromTheOptionsFileElseTheSmokeRunsTable) {
   const std::string src = TempDir("options");
   std::filesystem::create_directories(src + "/fuzz/targets");
-  std::ofstream(src + "/fuzz/targets/fuzz_hlo_parser.options")
-      << "[libfuzzer]\nmax_len = 99\n# a comment\ntimeout = 7\n[other]\nmax_len = 1\n";
+  test_support::WriteFileOrFail(
+      src + "/fuzz/targets/fuzz_hlo_parser.options",
+      "[libfuzzer]\nmax_len = 99\n# a comment\ntimeout = 7\n[other]\nmax_len = 1\n");
   EXPECT_THAT(LibFuzzerTargetFlags("fuzz_hlo_parser", src),
               ElementsAre("-max_len=99", "-timeout=7", "-dict=" + src + "/fuzz/targets/hlo.dict"));
   EXPECT_THAT(LibFuzzerTargetFlags("fuzz_partition", src),

@@ -4,14 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include "ir/hlo_parser.h"
 #include "ir/verifier.h"
 #include "oracle/engine.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::oracle {
 namespace {
@@ -44,10 +43,8 @@ TEST(OracleConformanceTest, RunnableCollectiveModulesExecute) {
   for (const auto& entry : fs::directory_iterator(dir)) {
     if (entry.path().extension() != ".hlo") continue;
     ++total;
-    std::ifstream in(entry.path());
-    std::stringstream text;
-    text << in.rdbuf();
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text.str());
+    absl::StatusOr<ParsedModule> parsed =
+        ParseHloModule(test_support::ReadFileOrFail(entry.path()));
     ASSERT_TRUE(parsed.ok()) << parsed.status().message();
     const HloModule& module = *parsed->module;
     if (!VerifyModule(module).ok()) continue;

@@ -7,10 +7,9 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <fstream>
-#include <iterator>
 #include <string>
 
+#include "base/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -112,8 +111,9 @@ TEST(ChildProcess, DeathIsSeenAsEndOfOutput) {
 
 // The state letter of /proc/PID/stat ('Z' for a zombie), or 0 when the process is gone.
 char ProcessState(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  // No file: the process is gone.
+  const std::string text =
+      base::ReadFile("/proc/" + std::to_string(pid) + "/stat").value_or(std::string());
   const size_t paren = text.rfind(')');
   return paren == std::string::npos || paren + 2 >= text.size() ? 0 : text[paren + 2];
 }

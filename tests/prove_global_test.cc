@@ -2,9 +2,7 @@
 // mutated replica group, a swapped permute target, a mask on the wrong member) against the
 // global program's ops, with a counterexample, where `prove chain` alone can only say `unknown`
 // (its lifted global meaning is a guess); GSPMD's own chain is proved either way.
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "gmock/gmock.h"
@@ -13,18 +11,13 @@
 #include "lint/global_program.h"
 #include "smt/chain_prover.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::lint {
 namespace {
 
+using test_support::ReadFileOrFail;
 using ::testing::HasSubstr;
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 std::unique_ptr<HloModule> Parse(const std::string& text) {
   absl::StatusOr<ParsedModule> parsed = ParseHloModule(text);
@@ -45,8 +38,8 @@ class SeedAgainstGlobalTest : public ::testing::Test {
  protected:
   void SetUp() override {
     SPMDCHECK_SKIP_WITHOUT_SHARED("cases/seed-scatter/gspmd.hlo");
-    gspmd_ = ReadText(test_support::SharedPath("cases/seed-scatter/gspmd.hlo"));
-    global_ = Parse(ReadText(test_support::SharedPath("cases/seed-scatter/pre.hlo")));
+    gspmd_ = ReadFileOrFail(test_support::SharedPath("cases/seed-scatter/gspmd.hlo"));
+    global_ = Parse(ReadFileOrFail(test_support::SharedPath("cases/seed-scatter/pre.hlo")));
     ASSERT_NE(global_, nullptr);
   }
 

@@ -5,8 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,16 +14,14 @@
 #include "ir/sdy_sharding_round_trip.h"
 #include "ir/verifier.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck {
 namespace {
 
 std::string ReadData(const std::string& name) {
-  std::ifstream file(::spmdcheck::test_support::SourceDir() + "/tests/data/mlir/" + name);
-  EXPECT_TRUE(file.good()) << name;
-  std::stringstream buffer;
-  buffer << file.rdbuf();
-  return buffer.str();
+  return ::spmdcheck::test_support::ReadFileOrFail(::spmdcheck::test_support::SourceDir() +
+                                                   "/tests/data/mlir/" + name);
 }
 
 std::unique_ptr<HloModule> Parse(const std::string& text) {

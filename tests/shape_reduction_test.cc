@@ -10,11 +10,9 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <random>
-#include <sstream>
 
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
@@ -22,6 +20,7 @@
 #include "oracle/engine.h"
 #include "oracle/inputs.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::oracle {
 namespace {
@@ -480,12 +479,10 @@ SweepCounts Sweep(const fs::path& dir, const ShrinkOptions& options) {
   }
   std::sort(files.begin(), files.end());
   for (const fs::path& path : files) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
     ParseOptions parse_options;
     parse_options.path = path.string();
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text.str(), parse_options);
+    absl::StatusOr<ParsedModule> parsed =
+        ParseHloModule(test_support::ReadFileOrFail(path), parse_options);
     if (!parsed.ok() || !VerifyModule(*parsed->module).ok()) continue;
     ++counts.modules;
     const HloModule& module = *parsed->module;
@@ -531,7 +528,7 @@ SweepCounts Sweep(const fs::path& dir, const ShrinkOptions& options) {
     }
     ++counts.shrunk;
     if (const char* dump = std::getenv("SPMDCHECK_SHRINK_DUMP")) {
-      std::ofstream(fs::path(dump) / path.filename()) << PrintModule(*result->module);
+      test_support::WriteFileOrFail(fs::path(dump) / path.filename(), PrintModule(*result->module));
     }
     if (Verbose()) {
       std::cout << "  shrunk " << path.filename().string() << ": " << result->description << "\n";

@@ -3,13 +3,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "base/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
@@ -407,12 +406,9 @@ std::string SeedPath(const std::string& file) {
   return test_support::SharedPath("cases/seed-scatter/" + file);
 }
 
+// Empty when the file cannot be read: the fixture then skips.
 std::string ReadOrEmpty(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return "";
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return base::ReadFile(path).value_or(std::string());
 }
 
 class ChainSeedCaseTest : public ::testing::Test {

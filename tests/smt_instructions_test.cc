@@ -1,7 +1,5 @@
 // `prove instructions`: the seed case's partitioned module passes; hand-mutated copies with wrong
 // groups, wrong pairs, a wrong dimension or a missing annotation do not.
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -11,6 +9,7 @@
 #include "ir/hlo_parser.h"
 #include "smt/instruction_checks.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::smt {
 namespace {
@@ -18,12 +17,7 @@ namespace {
 constexpr char kSeed[] = "cases/seed-scatter/gspmd.hlo";
 
 // The seed case's partitioned module; tests reading it start with SPMDCHECK_SKIP_WITHOUT_SHARED.
-std::string ReadSeed() {
-  std::ifstream in(test_support::SharedPath(kSeed));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+std::string ReadSeed() { return test_support::ReadFileOrFail(test_support::SharedPath(kSeed)); }
 
 std::vector<InstructionCheck> Check(const std::string& text) {
   absl::StatusOr<ParsedModule> parsed = ParseHloModule(text);

@@ -2,9 +2,7 @@
 // (every rule of the C++ catalog it replaced is there, with the same expectation), a user's rule
 // file is proved or refuted like the catalog (a counterexample re-checked by evaluation), and
 // malformed rules are reported with FILE:LINE:COL.
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,18 +12,13 @@
 #include "smt/rewrite_rules.h"
 #include "smt/rule_language.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck::smt {
 namespace {
 
+using test_support::ReadFileOrFail;
 using ::testing::HasSubstr;
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 TEST(RuleLanguageTest, TheBuiltinCatalogIsReadFromItsRuleFiles) {
   EXPECT_TRUE(rw::BuiltinRulesStatus().ok()) << rw::BuiltinRulesStatus();
@@ -66,7 +59,7 @@ TEST(RuleLanguageTest, TheBuiltinCatalogIsReadFromItsRuleFiles) {
 TEST(RuleLanguageTest, AUsersRuleFileIsProvedAndItsWrongVariantRefuted) {
   const std::string path =
       ::spmdcheck::test_support::SourceDir() + "/corpus/rules/permute_after_gather.rules";
-  absl::StatusOr<std::vector<rw::RuleDef>> rules = rw::ParseRules(ReadText(path), path);
+  absl::StatusOr<std::vector<rw::RuleDef>> rules = rw::ParseRules(ReadFileOrFail(path), path);
   ASSERT_TRUE(rules.ok()) << rules.status();
   ASSERT_EQ(rules->size(), 2u);
   CatalogOptions options;

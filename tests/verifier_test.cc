@@ -10,11 +10,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <set>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +22,7 @@
 #include "ir/hlo_module.h"
 #include "ir/hlo_parser.h"
 #include "tests/shared_dir.h"
+#include "tests/test_files.h"
 
 namespace spmdcheck {
 namespace {
@@ -856,12 +855,10 @@ TEST(VerifierConformanceTest, CorpusModulesVerify) {
   int verified = 0;
   int rejected = 0;
   for (const fs::path& path : files) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
     ParseOptions options;
     options.path = path.string();
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text.str(), options);
+    absl::StatusOr<ParsedModule> parsed =
+        ParseHloModule(test_support::ReadFileOrFail(path), options);
     ASSERT_TRUE(parsed.ok()) << parsed.status().message();
     const std::string key = fs::relative(path, root).generic_string();
     absl::Status status = VerifyModule(*parsed->module);

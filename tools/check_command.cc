@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "analysis/cost_model.h"
+#include "analysis/partition_stats.h"
 #include "base/file.h"
 #include "check/check_pipeline.h"
 #include "check/pass_bisection.h"
@@ -31,7 +32,7 @@
 
 namespace spmdcheck::cli {
 
-void PrintPartitionStats(const partitioner::PartitionStats& stats, const HloModule& partitioned,
+void PrintPartitionStats(const analysis::PartitionStats& stats, const HloModule& partitioned,
                          std::ostream& out);
 
 namespace {

@@ -6,9 +6,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "analysis/cost_model.h"
+#include "analysis/partition_stats.h"
 #include "base/file.h"
 #include "ir/hlo_printer.h"
-#include "partitioner/partitioner.h"
 #include "target/partitioner_under_test.h"
 #include "tools/cli.h"
 #include "tools/module_loading.h"
@@ -37,7 +37,7 @@ constexpr char kFooter[] =
 
 void PrintCollectiveCost(const HloModule& partitioned, std::ostream& out);
 
-void PrintPartitionStats(const partitioner::PartitionStats& stats, const HloModule& partitioned,
+void PrintPartitionStats(const analysis::PartitionStats& stats, const HloModule& partitioned,
                          std::ostream& out) {
   out << "instructions: " << stats.instructions << ", handled: " << stats.handled
       << ", fallback: " << stats.fallbacks() << "\n";
