@@ -15,10 +15,6 @@
 namespace spmdcheck::fuzz {
 namespace {
 
-absl::Status WriteText(const std::filesystem::path& path, const std::string& text) {
-  return base::WriteFile(path.string(), text);
-}
-
 std::vector<std::string> Strings(const nlohmann::json& value) {
   std::vector<std::string> out;
   if (!value.is_array()) return out;
@@ -121,15 +117,20 @@ absl::StatusOr<std::string> WriteFindingFolder(const std::string& dir, const Fin
     header << "// other versions: " << OneLine(record.versions_note) << "\n";
   }
   header << "// " << OneLine(record.reduction) << "\n";
-  if (absl::Status s = WriteText(folder / "module.hlo", header.str() + PrintModule(*files.module));
+  if (absl::Status s = base::WriteFile((folder / "module.hlo").string(),
+                                       header.str() + PrintModule(*files.module));
       !s.ok()) {
     return s;
   }
   if (!files.jax_source.empty()) {
-    if (absl::Status s = WriteText(folder / "module.mlir", files.jax_source); !s.ok()) return s;
+    if (absl::Status s = base::WriteFile((folder / "module.mlir").string(), files.jax_source);
+        !s.ok())
+      return s;
   }
   if (!files.partitioned_text.empty()) {
-    if (absl::Status s = WriteText(folder / "partitioned.hlo", files.partitioned_text); !s.ok()) {
+    if (absl::Status s =
+            base::WriteFile((folder / "partitioned.hlo").string(), files.partitioned_text);
+        !s.ok()) {
       return s;
     }
   }
@@ -138,10 +139,13 @@ absl::StatusOr<std::string> WriteFindingFolder(const std::string& dir, const Fin
     for (size_t i = 0; i < files.inputs.size(); ++i) {
       absl::StrAppend(&inputs, "parameter ", i, ": ", files.inputs[i].ToString(), "\n");
     }
-    if (absl::Status s = WriteText(folder / "inputs.txt", inputs); !s.ok()) return s;
+    if (absl::Status s = base::WriteFile((folder / "inputs.txt").string(), inputs); !s.ok())
+      return s;
   }
   if (!files.repro_script.empty()) {
-    if (absl::Status s = WriteText(folder / "repro.py", files.repro_script); !s.ok()) return s;
+    if (absl::Status s = base::WriteFile((folder / "repro.py").string(), files.repro_script);
+        !s.ok())
+      return s;
   }
   nlohmann::json json = record.ToJson();
   json["files"] = {{"module", "module.hlo"},
@@ -149,7 +153,9 @@ absl::StatusOr<std::string> WriteFindingFolder(const std::string& dir, const Fin
                    {"partitioned", files.partitioned_text.empty() ? "" : "partitioned.hlo"},
                    {"inputs", files.inputs.empty() ? "" : "inputs.txt"},
                    {"repro", files.repro_script.empty() ? "" : "repro.py"}};
-  if (absl::Status s = WriteText(folder / "finding.json", json.dump(2) + "\n"); !s.ok()) return s;
+  if (absl::Status s = base::WriteFile((folder / "finding.json").string(), json.dump(2) + "\n");
+      !s.ok())
+    return s;
   return folder.string();
 }
 
