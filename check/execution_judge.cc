@@ -179,6 +179,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
           if (m.has_value()) {
             m->leaf = single->size() > 1 ? absl::StrCat("{", l, "}") : "";
             mismatch = absl::StrCat(MismatchText(*m), " (expected = XLA, got = ours)");
+            result.interpreter.output = static_cast<int64_t>(l);
           }
         }
         result.interpreter.trials_run = trials_run;

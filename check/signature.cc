@@ -62,8 +62,9 @@ absl::flat_hash_set<std::string> ConeOfOutput(const HloModule& program, int64_t 
 }
 
 // The opcode of the global instruction a failure points at: the diverging one (CauseDivergence),
-// else the producer of the wrong output of XLA's execution, else the root (for crashes: the
-// instruction the message starts with).
+// else the producer of the wrong output of XLA's execution (or of the output our interpreter and
+// XLA's one-device run disagree on), else the root (for crashes: the instruction the message
+// starts with).
 std::string Where(const CheckOutcome& outcome, const HloModule& program) {
   if (const oracle::Divergence* divergence = CauseDivergence(outcome, program)) {
     const std::string& holds = divergence->holds;
@@ -91,6 +92,13 @@ std::string Where(const CheckOutcome& outcome, const HloModule& program) {
   if (outcome.xla_end_to_end.has_value() && outcome.xla_end_to_end->output >= 0) {
     return std::string(HloOpcodeString(
         LeafProducer(program.entry()->root(), outcome.xla_end_to_end->output)->opcode()));
+  }
+  // Our interpreter and XLA's one-device run disagree on the global program: the output they
+  // disagree on names its producer (a dynamic-slice XLA starts elsewhere, not the root tuple).
+  if (outcome.finding == Finding::kOracleDisagrees && outcome.interpreter_vs_xla.has_value() &&
+      outcome.interpreter_vs_xla->output >= 0) {
+    return std::string(HloOpcodeString(
+        LeafProducer(program.entry()->root(), outcome.interpreter_vs_xla->output)->opcode()));
   }
   return std::string(HloOpcodeString(program.entry()->root()->opcode()));
 }

@@ -478,6 +478,30 @@ ENTRY main (p: f32[4]) -> f32[4] {
   EXPECT_EQ(SignatureOf("reference", outcome, *m->module).text, "wrong-result.all-reduce");
 }
 
+// Our interpreter and XLA's one-device run disagreeing on the global program is named after the
+// output they disagree on (seed 104: a dynamic-slice with a u32 start of 4294967295 came out as
+// `xla.oracle-disagrees.tuple`, the root).
+TEST(SignatureTest, OracleDisagreesNamesTheOutputTheyDisagreeOn) {
+  absl::StatusOr<ParsedModule> m = ParseHloModule(R"(HloModule t, num_partitions=2
+ENTRY main (p: s32[2], q: f32[3]) -> (s32[2], f32[2]) {
+  p = s32[2] parameter(0)
+  q = f32[3] parameter(1)
+  start = u32[] constant(4294967295)
+  ds = f32[2] dynamic-slice(q, start), dynamic_slice_sizes={2}
+  ROOT t = (s32[2], f32[2]) tuple(p, ds)
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  CheckOutcome outcome;
+  outcome.status = CheckStatus::kUnsupported;
+  outcome.finding = Finding::kOracleDisagrees;
+  outcome.interpreter_vs_xla.emplace();
+  outcome.interpreter_vs_xla->verdict = Verdict::kFails;
+  outcome.interpreter_vs_xla->output = 1;
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.oracle-disagrees.dynamic-slice");
+  outcome.interpreter_vs_xla->output = -1;
+  EXPECT_EQ(SignatureOf("xla", outcome, *m->module).text, "xla.oracle-disagrees.tuple");
+}
+
 TEST(FailedCheckOf, NamesTheConditionWithoutTheLine) {
   EXPECT_EQ(FailedCheckOf("XLA compile: INTERNAL: RET_CHECK failure "
                           "(external/xla+/xla/service/spmd/custom_call_handler.cc:1298) "
