@@ -155,6 +155,16 @@ absl::StatusOr<std::string> WithInjectedBug(absl::string_view specs, absl::strin
   return absl::StrJoin(out, ",");
 }
 
+std::vector<InjectableBug> InjectableBugs() {
+  std::vector<InjectableBug> bugs;
+  for (const partitioner::InjectedBug& bug : partitioner::InjectedBugs()) {
+    bugs.push_back({std::string(bug.name), std::string(bug.description)});
+  }
+  return bugs;
+}
+
+bool IsInjectableBug(absl::string_view name) { return partitioner::IsInjectedBug(name); }
+
 std::string InjectedBugOf(absl::string_view specs) {
   absl::StatusOr<std::vector<std::string>> split = SplitPartitionerSpecs(specs);
   for (const std::string& spec : split.ok() ? *split : std::vector<std::string>{}) {

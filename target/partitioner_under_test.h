@@ -203,6 +203,15 @@ double ReduceSecondsOf(absl::string_view specs);
 // `--inject-bug NAME`, the shorthand: the spec list with `+bug=NAME` on each of its specs.
 // InvalidArgument when one of them has no injected bugs ("... not of xla") or another bug.
 absl::StatusOr<std::string> WithInjectedBug(absl::string_view specs, absl::string_view bug);
+// A bug a partitioner with injected bugs (PartitionerCapabilities::injected_bugs) can be given,
+// `+bug=NAME`: what `fuzz --list-bugs` prints.
+struct InjectableBug {
+  std::string name;
+  std::string description;  // What it breaks.
+};
+// Every injectable bug, in a stable order.
+std::vector<InjectableBug> InjectableBugs();
+bool IsInjectableBug(absl::string_view name);
 // The injected bug of a spec list (the first, `reference+bug=NAME`); empty: none.
 std::string InjectedBugOf(absl::string_view specs);
 // The spec list without its injected bugs (`reference+bug=NAME,xla` -> `reference,xla`).

@@ -24,7 +24,7 @@
 #include "fuzz/sdy_program_gen.h"
 #include "ir/data_dir.h"
 #include "lint/lint.h"
-#include "partitioner/injected_bugs.h"
+#include "target/partitioner_under_test.h"
 #include "target/xla_worker.h"
 #include "tools/cli.h"
 #include "tools/lint_cost_check.h"
@@ -179,7 +179,7 @@ int RunFuzz(const std::vector<std::string>& argv, std::ostream& out, std::ostrea
   AddFuzzFlags(command.app(), flags);
   if (std::optional<int> done = command.Parse(argv, out, err)) return *done;
   if (flags.list_bugs) {
-    for (const partitioner::InjectedBug& bug : partitioner::InjectedBugs()) {
+    for (const target::InjectableBug& bug : target::InjectableBugs()) {
       out << bug.name << ": " << bug.description << "\n";
     }
     return kExitHolds;

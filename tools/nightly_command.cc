@@ -18,7 +18,7 @@
 #include "nightly/libfuzzer.h"
 #include "nightly/runner.h"
 #include "nightly/state.h"
-#include "partitioner/injected_bugs.h"
+#include "target/partitioner_under_test.h"
 #include "target/xla_worker.h"
 #include "tools/cli.h"
 
@@ -242,14 +242,14 @@ int RunNightly(const std::vector<std::string>& argv, std::ostream& out, std::ost
     options.libfuzzer_targets.emplace_back(t);
   }
   options.canary_bug = flags.canary_bug;
-  if (!partitioner::IsInjectedBug(options.canary_bug)) {
+  if (!target::IsInjectableBug(options.canary_bug)) {
     return BadInput(
         err, "nightly",
         "--canary-bug: no injected bug '" + options.canary_bug + "' (spmdcheck fuzz --list-bugs)");
   }
   options.canary_signature = flags.canary_signature;
   options.inject_bug = flags.inject_bug;
-  if (!options.inject_bug.empty() && !partitioner::IsInjectedBug(options.inject_bug)) {
+  if (!options.inject_bug.empty() && !target::IsInjectableBug(options.inject_bug)) {
     return BadInput(
         err, "nightly",
         "--inject-bug: no injected bug '" + options.inject_bug + "' (spmdcheck fuzz --list-bugs)");
