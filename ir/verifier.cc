@@ -228,6 +228,17 @@ class ModuleVerifier {
     if (operands_ok) VerifyShardToFull(instr);
   }
 
+  // Each device's shard of `shape` under `sharding` (the whole value when replicated or on one
+  // device), or nullopt when the sharding does not give one plainly (subgroups, a bad fit).
+  static std::optional<Shape> ShardShape(const Shape& shape, const HloSharding& sharding) {
+    if (sharding.IsReplicated() || sharding.IsMaximal()) return shape;
+    if (sharding.IsTiled() && sharding.subgroup_types().empty() &&
+        sharding.Validate(shape, 0).ok()) {
+      return sharding.TileShape(shape);
+    }
+    return std::nullopt;
+  }
+
   // SPMDShardToFullShape ends a manual region: its operand is each device's shard, so it must be
   // manual (`sharding={manual}`, or manual in a subgroup), and a fully manual one is the tile of
   // the result under the result's sharding (an unannotated result is replicated: the whole
@@ -250,12 +261,7 @@ class ModuleVerifier {
     }
     if (!from->IsManual() || !operand.shape().IsArray() || !instr.shape().IsArray()) return;
     const HloSharding to = instr.sharding().value_or(HloSharding::Replicate());
-    std::optional<Shape> shard;
-    if (to.IsReplicated() || to.IsMaximal()) {
-      shard = instr.shape();
-    } else if (to.IsTiled() && to.Validate(instr.shape(), 0).ok()) {
-      shard = to.TileShape(instr.shape());
-    }
+    const std::optional<Shape> shard = ShardShape(instr.shape(), to);
     if (shard && !shard->Compatible(operand.shape())) {
       Report(instr,
              absl::StrCat("SPMDShardToFullShape to ", instr.shape().ToString(false), " under ",
@@ -278,13 +284,7 @@ class ModuleVerifier {
     if (!from || !to || !to->IsManual() || !operand.shape().IsArray() || !instr.shape().IsArray()) {
       return;
     }
-    std::optional<Shape> shard;
-    if (from->IsReplicated() || from->IsMaximal()) {
-      shard = operand.shape();
-    } else if (from->IsTiled() && from->subgroup_types().empty() &&
-               from->Validate(operand.shape(), 0).ok()) {
-      shard = from->TileShape(operand.shape());
-    }
+    const std::optional<Shape> shard = ShardShape(operand.shape(), *from);
     if (shard && !shard->Compatible(instr.shape())) {
       Report(instr, absl::StrCat("SPMDFullToShardShape of ", operand.shape().ToString(false),
                                  " under ", from->ToString(false), " gives shards of ",

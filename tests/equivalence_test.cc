@@ -276,17 +276,8 @@ ENTRY main {
               ::testing::HasSubstr("later divergences (holding): s, d"));
 }
 
-// A wrong value made inside a loop body is localised there, on the trip it goes wrong: the
-// body's instructions are checked against the global body's on every trip (before, only the
-// entry's were, and the whole `while` was named).
-TEST(EquivalenceTest, LocalisesInsideALoopBodyOnEveryTrip) {
-  auto parse = [](absl::string_view text) {
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
-    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-    return std::move(parsed->module);
-  };
-  // Doubles x on each of 3 trips; the partitioned body adds a wrong 1 from the second trip on.
-  std::unique_ptr<HloModule> global = parse(R"(HloModule g, num_partitions=2
+// Doubles x on each of 3 trips of a while loop (the global program of the loop tests).
+constexpr absl::string_view kDoublingLoopGlobal = R"(HloModule g, num_partitions=2
 cond {
   s = (s32[], f32[4]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
   i = s32[] get-tuple-element(s), index=0, sharding={replicated}
@@ -309,7 +300,19 @@ ENTRY main {
   w = (s32[], f32[4]) while(init), condition=cond, body=body, sharding={{replicated}, {devices=[2]<=[2]}}
   ROOT r = f32[4] get-tuple-element(w), index=1, sharding={devices=[2]<=[2]}
 }
-)");
+)";
+
+// A wrong value made inside a loop body is localised there, on the trip it goes wrong: the
+// body's instructions are checked against the global body's on every trip (before, only the
+// entry's were, and the whole `while` was named).
+TEST(EquivalenceTest, LocalisesInsideALoopBodyOnEveryTrip) {
+  auto parse = [](absl::string_view text) {
+    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    return std::move(parsed->module);
+  };
+  // Doubles x on each of 3 trips; the partitioned body adds a wrong 1 from the second trip on.
+  std::unique_ptr<HloModule> global = parse(kDoublingLoopGlobal);
   std::unique_ptr<HloModule> partitioned = parse(R"(HloModule p, num_partitions=2
 cond {
   s = (s32[], f32[2]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
@@ -555,35 +558,12 @@ TEST(EquivalenceTest, AClaimCanNameOneLeafOfATuple) {
 // Given claims reach a loop body through `called_claims` (by computation: names repeat across
 // computations), and an entry claim does not.
 TEST(EquivalenceTest, GivenClaimsReachALoopBodyByComputation) {
-  std::unique_ptr<HloModule> global = ParseForTest(R"(HloModule g, num_partitions=2
-cond {
-  s = (s32[], f32[4]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
-  i = s32[] get-tuple-element(s), index=0, sharding={replicated}
-  n = s32[] constant(2), sharding={replicated}
-  ROOT lt = pred[] compare(i, n), direction=LT, sharding={replicated}
-}
-body {
-  b = (s32[], f32[4]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
-  j = s32[] get-tuple-element(b), index=0, sharding={replicated}
-  x = f32[4] get-tuple-element(b), index=1, sharding={devices=[2]<=[2]}
-  one = s32[] constant(1), sharding={replicated}
-  j1 = s32[] add(j, one), sharding={replicated}
-  twice = f32[4] add(x, x), sharding={devices=[2]<=[2]}
-  ROOT next = (s32[], f32[4]) tuple(j1, twice), sharding={{replicated}, {devices=[2]<=[2]}}
-}
-ENTRY main {
-  a = f32[4] parameter(0), sharding={devices=[2]<=[2]}
-  zero = s32[] constant(0), sharding={replicated}
-  init = (s32[], f32[4]) tuple(zero, a), sharding={{replicated}, {devices=[2]<=[2]}}
-  w = (s32[], f32[4]) while(init), condition=cond, body=body, sharding={{replicated}, {devices=[2]<=[2]}}
-  ROOT r = f32[4] get-tuple-element(w), index=1, sharding={devices=[2]<=[2]}
-}
-)");
+  std::unique_ptr<HloModule> global = ParseForTest(kDoublingLoopGlobal);
   std::unique_ptr<HloModule> partitioned = ParseForTest(R"(HloModule p, num_partitions=2
 cond {
   s = (s32[], f32[2]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
   i = s32[] get-tuple-element(s), index=0, sharding={replicated}
-  n = s32[] constant(2), sharding={replicated}
+  n = s32[] constant(3), sharding={replicated}
   ROOT lt = pred[] compare(i, n), direction=LT, sharding={replicated}
 }
 body {
