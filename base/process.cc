@@ -353,12 +353,17 @@ void ChildProcess::Kill() {
   KillGroup(pid_);
   int status = 0;
   waitpid(pid_, &status, 0);
+  RecordEnd(status, /*drain_ms=*/0);
+}
+
+const ProcessResult& ChildProcess::RecordEnd(int status, int drain_ms) {
   ProcessResult result;
   FillWaitStatus(status, result);
   result.seconds = SecondsSince(started_);
-  DrainStderr(0);
+  DrainStderr(drain_ms);
   result.stderr_text = stderr_tail_;
-  ended_ = result;
+  ended_ = std::move(result);
+  return *ended_;
 }
 
 ProcessResult ChildProcess::Wait(double timeout_seconds) {
@@ -367,15 +372,7 @@ ProcessResult ChildProcess::Wait(double timeout_seconds) {
   CloseFd(stdin_fd_);
   while (true) {
     int status = 0;
-    if (ReapIfEnded(pid_, /*block=*/false, &status)) {
-      ProcessResult result;
-      FillWaitStatus(status, result);
-      result.seconds = SecondsSince(started_);
-      DrainStderr(50);
-      result.stderr_text = stderr_tail_;
-      ended_ = result;
-      return result;
-    }
+    if (ReapIfEnded(pid_, /*block=*/false, &status)) return RecordEnd(status, /*drain_ms=*/50);
     if (SecondsSince(start) > timeout_seconds) {
       Kill();
       ended_->timed_out = true;
@@ -390,12 +387,7 @@ bool ChildProcess::running() {
   if (ended_.has_value()) return false;
   int status = 0;
   if (!ReapIfEnded(pid_, /*block=*/false, &status)) return true;
-  ProcessResult result;
-  FillWaitStatus(status, result);
-  result.seconds = SecondsSince(started_);
-  DrainStderr(0);
-  result.stderr_text = stderr_tail_;
-  ended_ = result;
+  RecordEnd(status, /*drain_ms=*/0);
   return false;
 }
 

@@ -80,6 +80,9 @@ class ChildProcess {
  private:
   ChildProcess() = default;
   void DrainStderr(int wait_ms);
+  // Records how the reaped child ended (wait status `status`, its stderr's tail after draining
+  // for up to `drain_ms`) as the result every later call returns.
+  const ProcessResult& RecordEnd(int status, int drain_ms);
 
   pid_t pid_ = -1;
   int stdin_fd_ = -1;
