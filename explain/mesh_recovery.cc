@@ -30,15 +30,15 @@ struct Piece {
   int64_t size = 1;
 };
 std::optional<std::vector<std::vector<Piece>>> IotaPieces(const IotaTileAssignment& iota) {
-  const std::vector<int64_t>& reshape = iota.reshape_dims();
-  const std::vector<int64_t>& perm = iota.perm();
+  const absl::Span<const int64_t> reshape = iota.reshape_dims();
+  const absl::Span<const int64_t> perm = iota.perm();
   std::vector<int64_t> reshape_stride(reshape.size(), 1);
   for (size_t j = reshape.size(); j-- > 1;) {
     reshape_stride[j - 1] = reshape_stride[j] * reshape[j];
   }
   std::vector<Piece> transposed;
   for (int64_t p : perm) transposed.push_back({reshape_stride[p], reshape[p]});
-  const std::vector<int64_t>& dims = iota.dims();
+  const absl::Span<const int64_t> dims = iota.dims();
   std::vector<std::vector<Piece>> pieces(dims.size());
   size_t i = 0;
   int64_t a = transposed.empty() ? 1 : transposed[0].size;
@@ -329,7 +329,7 @@ std::optional<std::vector<std::vector<int>>> RecoveredMesh::DigitLists(
     return std::nullopt;
   }
   const std::vector<int64_t> devices = tiles.Devices();
-  const std::vector<int64_t>& dims = tiles.dims();
+  const absl::Span<const int64_t> dims = tiles.dims();
   const int64_t r = static_cast<int64_t>(dims.size());
   const int m = static_cast<int>(digits_.size());
   std::vector<int64_t> pstride(r, 1);

@@ -499,7 +499,7 @@ std::optional<HloSharding> Untile(const HloSharding& s, int64_t dim) {
 
 // New tile dims, each at most the old one, whose product is `n`; the last dims
 // (replication first) shrink first. nullopt when there are none.
-bool ShrinkDimsFrom(const std::vector<int64_t>& dims, int64_t i, int64_t n,
+bool ShrinkDimsFrom(absl::Span<const int64_t> dims, int64_t i, int64_t n,
                     std::vector<int64_t>& out) {
   if (i < 0) return n == 1;
   // The largest factor of n that fits dims[i], then smaller ones.
@@ -511,7 +511,7 @@ bool ShrinkDimsFrom(const std::vector<int64_t>& dims, int64_t i, int64_t n,
   return false;
 }
 
-std::optional<std::vector<int64_t>> ShrinkDimsTo(const std::vector<int64_t>& dims, int64_t n) {
+std::optional<std::vector<int64_t>> ShrinkDimsTo(absl::Span<const int64_t> dims, int64_t n) {
   std::vector<int64_t> out(dims.size(), 1);
   // Prefer keeping the leading (data) dims: fill from the front.
   int64_t rest = n;

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <string_view>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
@@ -111,9 +112,7 @@ class LineTracker {
         line_start_ = static_cast<size_t>(p - text_.data());
       }
     } else {
-      for (size_t i = target; i < pos_; ++i) {
-        if (text_[i] == '\n') --line_;
-      }
+      line_ -= std::count(text_.data() + target, text_.data() + pos_, '\n');
       const void* nl = target == 0 ? nullptr : memrchr(text_.data(), '\n', target);
       line_start_ =
           nl == nullptr ? 0 : static_cast<size_t>(static_cast<const char*>(nl) - text_.data()) + 1;
@@ -149,6 +148,12 @@ class Parser {
       : options_(options), source_(options.path, text), lex_(text), lines_(text) {}
 
   absl::StatusOr<ParsedModule> ParseModule();
+  // `status` with a statement's recorded error formatted in, when it is StatementFailed().
+  absl::Status Formatted(absl::Status status) const {
+    if (status.ok() || status != StatementFailed()) return status;
+    return absl::InvalidArgumentError(
+        source_.FormatError(statement_error_.offset, statement_error_.message));
+  }
 
   // Standalone entry points; each checks that nothing follows.
   absl::StatusOr<Shape> ParseWholeShape();
@@ -158,13 +163,24 @@ class Parser {
 
  private:
   // ---- errors ----
-  absl::Status ErrorAt(size_t offset, absl::string_view message) const {
-    // A fragment's malformed statement becomes a one-line warning: its error needs no excerpt.
+  absl::Status ErrorAt(size_t offset, absl::string_view message) {
+    // A fragment's malformed statement becomes a one-line warning: its error is kept unformatted
+    // until the statement is given up (StatementWarning), and what travels up is a shared status.
     if (statement_errors_are_warnings_) {
-      return absl::InvalidArgumentError(source_.FormatErrorLine(offset, message));
+      statement_error_.offset = offset;
+      statement_error_.message.assign(message.data(), message.size());
+      return StatementFailed();
     }
     return absl::InvalidArgumentError(source_.FormatError(offset, message));
   }
+  // What ErrorAt returns while a fragment statement is parsed (copying it allocates nothing).
+  static const absl::Status& StatementFailed() {
+    static const absl::Status* const failed = new absl::Status(
+        absl::StatusCode::kInvalidArgument, "malformed statement (see the parser's record)");
+    return *failed;
+  }
+  // The warning for fragment statement [start, end) given up for `status`.
+  std::string StatementWarning(size_t start, size_t end, const absl::Status& status) const;
   absl::Status Error(absl::string_view message) {
     lex_.SkipSpace();
     return ErrorAt(lex_.pos(), message);
@@ -302,6 +318,12 @@ class Parser {
   // While a fragment statement is parsed: its errors become warnings (ErrorAt leaves out the
   // excerpt).
   bool statement_errors_are_warnings_ = false;
+  // The last error ErrorAt kept while statement_errors_are_warnings_ (its buffer is reused).
+  struct StatementError {
+    size_t offset = 0;
+    std::string message;
+  };
+  StatementError statement_error_;
   HloComputation* entry_ = nullptr;
   int64_t fresh_counter_ = 0;
 
@@ -338,7 +360,7 @@ bool IsSpaceChar(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r
 size_t Parser::ScanShapeExtent(size_t start) const {
   // Only the plain forms are looked up: `type[dims]`, `type[dims]{layout}` and one-line
   // tuples. Anything else (comments, line breaks, odd spacing) is parsed afresh.
-  const absl::string_view text = lex_.text();
+  const std::string_view text(lex_.text().data(), lex_.text().size());  // Inline operator[].
   const size_t size = text.size();
   size_t p = start;
   if (p >= size) return absl::string_view::npos;
@@ -537,7 +559,7 @@ absl::Status Parser::ParseLayout(Shape* shape) {
     const size_t start = lex_.pos();
     int depth = 0;
     size_t p = start;
-    absl::string_view text = lex_.text();
+    std::string_view text(lex_.text().data(), lex_.text().size());  // Inline operator[].
     // Layout extensions (`T(8,128)(2,1)`, `S(1)`, `E(4)`, `*(s8)`, ...) are kept verbatim, so only
     // their own characters are accepted: anything else is a malformed layout, not text to carry.
     while (p < text.size()) {
@@ -2148,16 +2170,9 @@ absl::Status Parser::ParseInstructionList(PendingComputation* pending, bool unti
     operand_stack_.resize(operands_before);
     computation->TruncateInstructions(instructions_before);
     *pending = pending_before;
-    const int64_t first = source_.LineOf(start);
     lex_.set_pos(start);
     SkipToNextStatement();
-    const size_t end = lex_.pos();
-    const int64_t last = std::max(
-        first, end >= source_.text().size() ? source_.LineOf(end) : source_.LineOf(end) - 1);
-    absl::string_view reason = status.message();
-    reason = reason.substr(0, reason.find('\n'));
-    warnings_.push_back(Warning(start, "statement on lines ", first, "-", last,
-                                " is cut off or malformed and was skipped (", reason, ")"));
+    warnings_.push_back(StatementWarning(start, lex_.pos(), status));
   }
   // The root: the written ROOT, else the last statement's instruction.
   if (pending->root != nullptr) {
@@ -2167,6 +2182,23 @@ absl::Status Parser::ParseInstructionList(PendingComputation* pending, bool unti
   }
   pending->computation->ShrinkInstructions();
   return absl::OkStatus();
+}
+
+absl::string_view FirstLine(absl::string_view text) { return text.substr(0, text.find('\n')); }
+
+std::string Parser::StatementWarning(size_t start, size_t end, const absl::Status& status) const {
+  const int64_t first = source_.LineOf(start);
+  const int64_t last =
+      std::max(first, end >= source_.text().size() ? source_.LineOf(end) : source_.LineOf(end) - 1);
+  constexpr absl::string_view kSkipped = " is cut off or malformed and was skipped (";
+  if (status == StatementFailed()) {
+    const size_t at = std::min(statement_error_.offset, source_.text().size());
+    return Warning(start, "statement on lines ", first, "-", last, kSkipped, source_.path(), ":",
+                   source_.LineOf(at), ":", source_.ColumnOf(at),
+                   ": error: ", FirstLine(statement_error_.message), ")");
+  }
+  return Warning(start, "statement on lines ", first, "-", last, kSkipped,
+                 FirstLine(status.message()), ")");
 }
 
 void Parser::AbandonComputation(HloComputation* computation) {
@@ -2749,7 +2781,10 @@ absl::StatusOr<Literal> Parser::ParseWholeLiteral(const Shape& given) {
 
 absl::StatusOr<ParsedModule> ParseHloModule(absl::string_view text, const ParseOptions& options) {
   Parser parser(text, options);
-  return parser.ParseModule();
+  absl::StatusOr<ParsedModule> parsed = parser.ParseModule();
+  // A statement's error is kept unformatted while a fragment is read; none should get here.
+  if (!parsed.ok()) return parser.Formatted(parsed.status());
+  return parsed;
 }
 
 absl::StatusOr<Shape> ParseShape(absl::string_view text) {

@@ -11,7 +11,7 @@ namespace spmdcheck {
 
 void Lexer::SkipSpaceSlow() {
   while (pos_ < text_.size()) {
-    const char c = text_[pos_];
+    const char c = text_.data()[pos_];
     if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
       ++pos_;
     } else if (c == '/' && PeekRaw(1) == '*') {
@@ -49,10 +49,10 @@ bool Lexer::TryConsumeKeyword(absl::string_view word) {
 absl::string_view Lexer::PeekName() {
   SkipSpace();
   size_t p = pos_;
-  if (p < text_.size() && text_[p] == '%') ++p;
-  if (p >= text_.size() || !IsNameStart(text_[p])) return {};
+  if (p < text_.size() && text_.data()[p] == '%') ++p;
+  if (p >= text_.size() || !IsNameStart(text_.data()[p])) return {};
   size_t start = p;
-  while (p < text_.size() && IsNameChar(text_[p])) ++p;
+  while (p < text_.size() && IsNameChar(text_.data()[p])) ++p;
   return text_.substr(start, p - start);
 }
 
@@ -65,18 +65,18 @@ absl::string_view Lexer::ConsumeName() {
 
 absl::string_view Lexer::ConsumeIdentifier() {
   SkipSpace();
-  if (pos_ >= text_.size() || !IsNameStart(text_[pos_])) return {};
+  if (pos_ >= text_.size() || !IsNameStart(text_.data()[pos_])) return {};
   const size_t start = pos_;
-  while (pos_ < text_.size() && IsNameChar(text_[pos_])) ++pos_;
+  while (pos_ < text_.size() && IsNameChar(text_.data()[pos_])) ++pos_;
   return text_.substr(start, pos_ - start);
 }
 
 std::optional<int64_t> Lexer::ConsumeInt(bool* overflow) {
   SkipSpace();
   size_t p = pos_;
-  if (p < text_.size() && text_[p] == '-') ++p;
+  if (p < text_.size() && text_.data()[p] == '-') ++p;
   const size_t digits = p;
-  while (p < text_.size() && std::isdigit(static_cast<unsigned char>(text_[p]))) ++p;
+  while (p < text_.size() && std::isdigit(static_cast<unsigned char>(text_.data()[p]))) ++p;
   if (p == digits) return std::nullopt;
   int64_t value = 0;
   auto result = std::from_chars(text_.data() + pos_, text_.data() + p, value);
@@ -89,34 +89,34 @@ absl::string_view Lexer::ConsumeNumberToken() {
   SkipSpace();
   const size_t start = pos_;
   size_t p = pos_;
-  if (p < text_.size() && (text_[p] == '-' || text_[p] == '+')) ++p;
+  if (p < text_.size() && (text_.data()[p] == '-' || text_.data()[p] == '+')) ++p;
   absl::string_view rest = text_.substr(p);
   auto word = [&](absl::string_view w) {
     return absl::StartsWith(rest, w) &&
-           !IsNameChar(p + w.size() < text_.size() ? text_[p + w.size()] : '\0');
+           !IsNameChar(p + w.size() < text_.size() ? text_.data()[p + w.size()] : '\0');
   };
   if (word("inf") || word("true") || word("false")) {
     p += word("inf") ? 3 : (word("true") ? 4 : 5);
   } else if (absl::StartsWith(rest, "nan")) {
     p += 3;
-    if (p < text_.size() && text_[p] == '(') {
+    if (p < text_.size() && text_.data()[p] == '(') {
       const size_t close = text_.find(')', p);
       if (close == absl::string_view::npos) return {};
       p = close + 1;
     }
   } else {
     const size_t digits = p;
-    while (p < text_.size() && std::isdigit(static_cast<unsigned char>(text_[p]))) ++p;
-    if (p < text_.size() && text_[p] == '.') {
+    while (p < text_.size() && std::isdigit(static_cast<unsigned char>(text_.data()[p]))) ++p;
+    if (p < text_.size() && text_.data()[p] == '.') {
       ++p;
-      while (p < text_.size() && std::isdigit(static_cast<unsigned char>(text_[p]))) ++p;
+      while (p < text_.size() && std::isdigit(static_cast<unsigned char>(text_.data()[p]))) ++p;
     }
     if (p == digits) return {};
-    if (p < text_.size() && (text_[p] == 'e' || text_[p] == 'E')) {
+    if (p < text_.size() && (text_.data()[p] == 'e' || text_.data()[p] == 'E')) {
       size_t q = p + 1;
-      if (q < text_.size() && (text_[q] == '-' || text_[q] == '+')) ++q;
+      if (q < text_.size() && (text_.data()[q] == '-' || text_.data()[q] == '+')) ++q;
       const size_t exp_digits = q;
-      while (q < text_.size() && std::isdigit(static_cast<unsigned char>(text_[q]))) ++q;
+      while (q < text_.size() && std::isdigit(static_cast<unsigned char>(text_.data()[q]))) ++q;
       if (q > exp_digits) p = q;
     }
   }
@@ -126,16 +126,16 @@ absl::string_view Lexer::ConsumeNumberToken() {
 
 absl::StatusOr<std::string> Lexer::ConsumeString() {
   SkipSpace();
-  if (pos_ >= text_.size() || (text_[pos_] != '"' && text_[pos_] != '\'')) {
+  if (pos_ >= text_.size() || (text_.data()[pos_] != '"' && text_.data()[pos_] != '\'')) {
     return absl::InvalidArgumentError("expected a string");
   }
-  const char quote = text_[pos_];
+  const char quote = text_.data()[pos_];
   size_t p = pos_ + 1;
   std::string value;
-  while (p < text_.size() && text_[p] != quote) {
-    char c = text_[p++];
+  while (p < text_.size() && text_.data()[p] != quote) {
+    char c = text_.data()[p++];
     if (c == '\\' && p < text_.size()) {
-      const char e = text_[p++];
+      const char e = text_.data()[p++];
       switch (e) {
         case 'n':
           c = '\n';
@@ -161,10 +161,10 @@ absl::StatusOr<absl::string_view> Lexer::ScanBalancedValue(int max_depth) {
   std::string stack;
   size_t p = pos_;
   while (p < text_.size()) {
-    const char c = text_[p];
+    const char c = text_.data()[p];
     if (c == '"' || c == '\'') {
       size_t q = p + 1;
-      while (q < text_.size() && text_[q] != c) q += text_[q] == '\\' ? 2 : 1;
+      while (q < text_.size() && text_.data()[q] != c) q += text_.data()[q] == '\\' ? 2 : 1;
       if (q >= text_.size()) {
         pos_ = p;
         return absl::InvalidArgumentError("unterminated string");
@@ -172,7 +172,7 @@ absl::StatusOr<absl::string_view> Lexer::ScanBalancedValue(int max_depth) {
       p = q + 1;
       continue;
     }
-    if (c == '/' && p + 1 < text_.size() && text_[p + 1] == '*' && stack.empty()) break;
+    if (c == '/' && p + 1 < text_.size() && text_.data()[p + 1] == '*' && stack.empty()) break;
     if (c == '(' || c == '[' || c == '{') {
       stack.push_back(c == '(' ? ')' : (c == '[' ? ']' : '}'));
       if (static_cast<int>(stack.size()) > max_depth) {
@@ -199,8 +199,8 @@ absl::StatusOr<absl::string_view> Lexer::ScanBalancedValue(int max_depth) {
         absl::StrCat("unbalanced brackets: missing '", std::string(1, stack.back()), "'"));
   }
   size_t end = p;
-  while (end > start &&
-         (text_[end - 1] == ' ' || text_[end - 1] == '\t' || text_[end - 1] == '\r')) {
+  while (end > start && (text_.data()[end - 1] == ' ' || text_.data()[end - 1] == '\t' ||
+                         text_.data()[end - 1] == '\r')) {
     --end;
   }
   pos_ = p;

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -32,14 +33,19 @@ std::string RefText(const Mesh& mesh, const MeshAxisRef& ref) {
 // The mesh with every axis split at the sub-axis boundaries that `refs` use: factor sizes in
 // row-major order over the mesh (axis 0's factors first, each axis's factors major first), and
 // for each ref the factors it covers, major first. Every factor is covered at most once.
+// Small inline sizes: a mesh has a handful of axes, and a sharding is converted per parsed
+// instruction (no allocation for meshes of up to 8 factors).
+template <typename T, size_t N = 8>
+using SmallVector = absl::InlinedVector<T, N>;
+
 struct Refinement {
-  std::vector<int64_t> factor_sizes;
-  std::vector<std::vector<int64_t>> factors_of_ref;
+  SmallVector<int64_t> factor_sizes;
+  SmallVector<SmallVector<int64_t, 4>> factors_of_ref;
 };
 
 absl::StatusOr<Refinement> Refine(const Mesh& mesh, absl::Span<const MeshAxisRef> refs) {
   const std::vector<MeshAxis>& axes = mesh.axes();
-  std::vector<std::vector<int64_t>> bounds(axes.size());
+  SmallVector<SmallVector<int64_t, 6>, 4> bounds(axes.size());
   for (size_t i = 0; i < axes.size(); ++i) bounds[i] = {1, axes[i].size};
   for (const MeshAxisRef& ref : refs) {
     if (ref.axis < 0 || ref.axis >= static_cast<int64_t>(axes.size())) {
@@ -57,9 +63,9 @@ absl::StatusOr<Refinement> Refine(const Mesh& mesh, absl::Span<const MeshAxisRef
   }
   Refinement out;
   // (axis, pre-size bound) -> factor index.
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> factors(axes.size());
+  SmallVector<SmallVector<std::pair<int64_t, int64_t>, 4>, 4> factors(axes.size());
   for (size_t i = 0; i < axes.size(); ++i) {
-    std::vector<int64_t>& b = bounds[i];
+    SmallVector<int64_t, 6>& b = bounds[i];
     std::sort(b.begin(), b.end());
     b.erase(std::unique(b.begin(), b.end()), b.end());
     for (size_t j = 0; j + 1 < b.size(); ++j) {
@@ -70,11 +76,11 @@ absl::StatusOr<Refinement> Refine(const Mesh& mesh, absl::Span<const MeshAxisRef
       out.factor_sizes.push_back(b[j + 1] / b[j]);
     }
   }
-  std::vector<bool> used(out.factor_sizes.size(), false);
+  SmallVector<bool, 16> used(out.factor_sizes.size(), false);
   for (const MeshAxisRef& ref : refs) {
     const int64_t low = ref.size == 0 ? 1 : ref.pre_size;
     const int64_t high = ref.size == 0 ? axes[ref.axis].size : ref.pre_size * ref.size;
-    std::vector<int64_t> covered;
+    SmallVector<int64_t, 4> covered;
     for (const auto& [bound, index] : factors[ref.axis]) {
       if (bound < low || bound >= high) continue;
       if (used[index]) {
@@ -98,7 +104,7 @@ struct Digit {
 // The digits of each dim of `dims` viewed over the iota (flattened order, major first).
 absl::StatusOr<std::vector<std::vector<Digit>>> DigitsPerDim(const IotaTileAssignment& iota,
                                                              absl::Span<const int64_t> dims) {
-  const std::vector<int64_t>& reshape = iota.reshape_dims();
+  const absl::Span<const int64_t> reshape = iota.reshape_dims();
   std::vector<Digit> factors;
   for (int64_t p : iota.perm()) {
     int64_t stride = 1;
@@ -193,15 +199,15 @@ std::vector<MeshAxisRef> MergeAdjacent(const Mesh& mesh, std::vector<MeshAxisRef
 }  // namespace
 
 absl::StatusOr<HloSharding> LayoutToHloSharding(const Mesh& mesh, const AxisLayout& layout) {
-  std::vector<MeshAxisRef> refs;
+  SmallVector<MeshAxisRef> refs;
   for (const auto& dim : layout.dims) refs.insert(refs.end(), dim.begin(), dim.end());
   refs.insert(refs.end(), layout.manual.begin(), layout.manual.end());
   refs.insert(refs.end(), layout.unreduced.begin(), layout.unreduced.end());
   absl::StatusOr<Refinement> refinement = Refine(mesh, refs);
   if (!refinement.ok()) return refinement.status();
-  const std::vector<int64_t>& sizes = refinement->factor_sizes;
-  std::vector<bool> used(sizes.size(), false);
-  std::vector<int64_t> perm, tile_dims;
+  const SmallVector<int64_t>& sizes = refinement->factor_sizes;
+  SmallVector<bool, 16> used(sizes.size(), false);
+  SmallVector<int64_t> perm, tile_dims;
   size_t next_ref = 0;
   // Appends the factors of the next `count` refs as one tile dim.
   auto take = [&](size_t count) {
@@ -216,7 +222,7 @@ absl::StatusOr<HloSharding> LayoutToHloSharding(const Mesh& mesh, const AxisLayo
     return product;
   };
   for (const auto& dim : layout.dims) tile_dims.push_back(take(dim.size()));
-  std::vector<SubgroupType> types;
+  SmallVector<SubgroupType, 3> types;
   const int64_t manual = take(layout.manual.size());
   const int64_t unreduced = take(layout.unreduced.size());
   int64_t replicated = 1;
@@ -235,7 +241,7 @@ absl::StatusOr<HloSharding> LayoutToHloSharding(const Mesh& mesh, const AxisLayo
     }
   }
   if (tile_dims.empty()) return HloSharding::Replicate();  // Rank 0 on a one-device mesh.
-  std::vector<int64_t> factor_dims = sizes;
+  SmallVector<int64_t> factor_dims = sizes;
   if (factor_dims.empty()) factor_dims.push_back(1);
   if (perm.empty()) perm.push_back(0);
   TileAssignment tiles = mesh.devices().Reshape(factor_dims).Transpose(perm).Reshape(tile_dims);

@@ -324,7 +324,7 @@ Shape HloSharding::TileShape(const Shape& shape) const {
 
 std::vector<std::vector<int64_t>> HloSharding::GroupsAlongDims(
     absl::Span<const int64_t> dims) const {
-  const std::vector<int64_t>& all = tiles_.dims();
+  const absl::Span<const int64_t> all = tiles_.dims();
   std::vector<bool> selected(all.size(), false);
   for (int64_t d : dims) selected[d] = true;
   std::vector<int64_t> other_sizes, selected_sizes;

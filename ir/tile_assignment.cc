@@ -30,7 +30,8 @@ namespace {
 
 // XLA's CanonicalizeIotaDims: drop size-1 reshape dims and merge runs of consecutive perm
 // entries, until nothing changes.
-void CanonicalizeIota(std::vector<int64_t>& reshape, std::vector<int64_t>& perm) {
+template <typename Dims>
+void CanonicalizeIota(Dims& reshape, Dims& perm) {
   bool changed = true;
   while (changed) {
     changed = false;
@@ -82,7 +83,7 @@ absl::StatusOr<IotaTileAssignment> IotaTileAssignment::Create(
         "transpose T(", absl::StrJoin(perm, ","), ") has ", perm.size(), " entries but [",
         absl::StrJoin(reshape_dims, ","), "] has ", reshape_dims.size()));
   }
-  std::vector<bool> seen(perm.size(), false);
+  absl::InlinedVector<bool, 8> seen(perm.size(), false);
   for (int64_t p : perm) {
     if (p < 0 || p >= static_cast<int64_t>(perm.size()) || seen[p]) {
       return absl::InvalidArgumentError(
@@ -112,15 +113,20 @@ absl::StatusOr<IotaTileAssignment> IotaTileAssignment::Create(
   iota.perm_.assign(perm.begin(), perm.end());
   CanonicalizeIota(iota.reshape_dims_, iota.perm_);
   iota.num_elements_ = *n_dims;
-  iota.reshape_strides_ = RowMajorStrides(iota.reshape_dims_);
+  iota.reshape_strides_.resize(iota.reshape_dims_.size());
+  int64_t stride = 1;
+  for (size_t i = iota.reshape_dims_.size(); i-- > 0;) {
+    iota.reshape_strides_[i] = stride;
+    stride *= iota.reshape_dims_[i];
+  }
   for (int64_t p : iota.perm_) iota.transposed_dims_.push_back(iota.reshape_dims_[p]);
   return iota;
 }
 
 IotaTileAssignment IotaTileAssignment::Plain(absl::Span<const int64_t> dims) {
-  int64_t n = CheckedProduct(dims).value_or(1);
-  std::vector<int64_t> reshape = {n};
-  return *Create(dims, reshape, std::vector<int64_t>{0});
+  const int64_t reshape[] = {CheckedProduct(dims).value_or(1)};
+  const int64_t perm[] = {0};
+  return *Create(dims, reshape, perm);
 }
 
 int64_t IotaTileAssignment::ValueAtLinear(int64_t linear) const {
@@ -165,7 +171,7 @@ const TileAssignment& DefaultTileAssignment() {
 TileAssignment::TileAssignment() : TileAssignment(DefaultTileAssignment()) {}
 
 TileAssignment::TileAssignment(IotaTileAssignment iota)
-    : dims_(iota.dims()),
+    : dims_(iota.dims().begin(), iota.dims().end()),
       num_elements_(iota.num_elements()),
       iota_(std::make_shared<const IotaTileAssignment>(std::move(iota))),
       device_bound_(num_elements_) {}
@@ -269,15 +275,15 @@ TileAssignment TileAssignment::Transpose(absl::Span<const int64_t> perm) const {
     // and their factors are): the transpose then reorders those runs, and the result is an iota
     // over the same reshape dims. (Listing the devices took ~1.7 us per device: minutes for
     // the meshes of 10^8 devices fuzz_sharding_parser writes.)
-    std::vector<int64_t> iota_perm = iota_->perm();
-    std::vector<int64_t> reshape = iota_->reshape_dims();
+    std::vector<int64_t> iota_perm(iota_->perm().begin(), iota_->perm().end());
+    std::vector<int64_t> reshape(iota_->reshape_dims().begin(), iota_->reshape_dims().end());
     bool plain = true;
     for (size_t i = 0; i < iota_perm.size(); ++i) {
       plain &= iota_perm[i] == static_cast<int64_t>(i);
     }
     if (plain) {
       // Untransposed: the iota over the tile dims themselves.
-      reshape = dims_;
+      reshape.assign(dims_.begin(), dims_.end());
       iota_perm.resize(dims_.size());
       for (size_t i = 0; i < dims_.size(); ++i) iota_perm[i] = static_cast<int64_t>(i);
     }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 
@@ -29,9 +30,9 @@ class IotaTileAssignment {
   // The plain iota 0..N-1 viewed with shape dims.
   static IotaTileAssignment Plain(absl::Span<const int64_t> dims);
 
-  const std::vector<int64_t>& dims() const { return dims_; }
-  const std::vector<int64_t>& reshape_dims() const { return reshape_dims_; }
-  const std::vector<int64_t>& perm() const { return perm_; }
+  absl::Span<const int64_t> dims() const { return dims_; }
+  absl::Span<const int64_t> reshape_dims() const { return reshape_dims_; }
+  absl::Span<const int64_t> perm() const { return perm_; }
   int64_t num_elements() const { return num_elements_; }
 
   // Device at row-major linear tile position `linear`.
@@ -45,12 +46,16 @@ class IotaTileAssignment {
   bool operator==(const IotaTileAssignment& other) const = default;
 
  private:
+  // Ranks up to kInlineRank are held without allocating (parsers build many small iotas).
+  static constexpr size_t kInlineRank = 4;
+  using Dims = absl::InlinedVector<int64_t, kInlineRank>;
+
   IotaTileAssignment() = default;
-  std::vector<int64_t> dims_;
-  std::vector<int64_t> reshape_dims_;
-  std::vector<int64_t> perm_;
-  std::vector<int64_t> transposed_dims_;  // reshape_dims_[perm_[i]]
-  std::vector<int64_t> reshape_strides_;  // Row-major strides of reshape_dims_.
+  Dims dims_;
+  Dims reshape_dims_;
+  Dims perm_;
+  Dims transposed_dims_;  // reshape_dims_[perm_[i]]
+  Dims reshape_strides_;  // Row-major strides of reshape_dims_.
   int64_t num_elements_ = 1;
 };
 
@@ -70,7 +75,7 @@ class TileAssignment {
   static absl::StatusOr<TileAssignment> Explicit(absl::Span<const int64_t> dims,
                                                  std::vector<int64_t> devices);
 
-  const std::vector<int64_t>& dims() const { return dims_; }
+  absl::Span<const int64_t> dims() const { return dims_; }
   int64_t num_dimensions() const { return static_cast<int64_t>(dims_.size()); }
   int64_t dim(int64_t i) const { return dims_[i]; }
   int64_t num_elements() const { return num_elements_; }
@@ -111,7 +116,7 @@ class TileAssignment {
   bool operator==(const TileAssignment& other) const;
 
  private:
-  std::vector<int64_t> dims_;
+  absl::InlinedVector<int64_t, 4> dims_;
   int64_t num_elements_ = 1;
   // Immutable and shared between copies (copying an assignment allocates only dims_).
   std::shared_ptr<const IotaTileAssignment> iota_;

@@ -80,7 +80,9 @@ std::vector<int64_t> InferMesh(const std::vector<HloSharding>& seen, int64_t num
     if (!sharding.IsTiled()) continue;
     std::optional<IotaTileAssignment> iota = sharding.tile_assignment().AsIota();
     if (!iota.has_value() || iota->num_elements() != num_partitions) continue;
-    if (iota->reshape_dims().size() > 1) return iota->reshape_dims();
+    if (iota->reshape_dims().size() > 1) {
+      return std::vector<int64_t>(iota->reshape_dims().begin(), iota->reshape_dims().end());
+    }
   }
   // No iota to read a mesh from: the prime factors of the partition count, largest first.
   std::vector<int64_t> factors;

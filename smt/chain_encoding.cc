@@ -242,8 +242,8 @@ std::vector<typename D::Int> ChainEvaluator<D>::ReshapeIndex(
 
 template <typename D>
 typename D::Int ChainEvaluator<D>::IotaLinearOf(const IotaTileAssignment& iota, const Int& device) {
-  const std::vector<int64_t>& reshape = iota.reshape_dims();
-  const std::vector<int64_t>& perm = iota.perm();
+  const absl::Span<const int64_t> reshape = iota.reshape_dims();
+  const absl::Span<const int64_t> perm = iota.perm();
   std::vector<Int> r = Digits(device, reshape);
   std::vector<Int> transposed;
   std::vector<int64_t> sizes;
@@ -256,8 +256,8 @@ typename D::Int ChainEvaluator<D>::IotaLinearOf(const IotaTileAssignment& iota, 
 
 template <typename D>
 typename D::Int ChainEvaluator<D>::IotaDeviceAt(const IotaTileAssignment& iota, const Int& linear) {
-  const std::vector<int64_t>& reshape = iota.reshape_dims();
-  const std::vector<int64_t>& perm = iota.perm();
+  const absl::Span<const int64_t> reshape = iota.reshape_dims();
+  const absl::Span<const int64_t> perm = iota.perm();
   std::vector<int64_t> sizes;
   for (int64_t p : perm) sizes.push_back(reshape[p]);
   std::vector<Int> t = Digits(linear, sizes);

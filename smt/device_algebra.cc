@@ -234,7 +234,7 @@ struct Grouping {
   int64_t group_size = 1;
   std::string dims_text;
   // Group g, position p -> the row-major linear tile position.
-  int64_t LinearOf(int64_t g, int64_t p, const std::vector<int64_t>& tile_dims) const {
+  int64_t LinearOf(int64_t g, int64_t p, absl::Span<const int64_t> tile_dims) const {
     const std::vector<int64_t> o = MultiIndex(other_sizes, g);
     const std::vector<int64_t> s = MultiIndex(selected_sizes, p);
     std::vector<int64_t> index(tile_dims.size());

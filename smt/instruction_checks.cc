@@ -42,7 +42,7 @@ bool IsCheckedCollective(HloOpcode op) {
 std::optional<std::vector<int64_t>> DataTileDims(const HloSharding& s, int64_t rank) {
   if (s.IsReplicated()) return std::vector<int64_t>(static_cast<size_t>(rank), 1);
   if (!s.IsTiled() || s.TiledDataRank() != rank) return std::nullopt;
-  const std::vector<int64_t>& dims = s.tile_assignment().dims();
+  const absl::Span<const int64_t> dims = s.tile_assignment().dims();
   return std::vector<int64_t>(dims.begin(), dims.begin() + rank);
 }
 
@@ -130,7 +130,7 @@ ProofResult CheckGroups(const HloSharding& sharding, const std::vector<int64_t>&
 // The sharding with tile dim `dim` (size outer * inner) split into [outer, inner], the device
 // order unchanged; fully tiled (only its tile assignment is used, for groups).
 std::optional<HloSharding> SplitTileDim(const HloSharding& s, int64_t dim, int64_t outer) {
-  const std::vector<int64_t>& dims = s.tile_assignment().dims();
+  const absl::Span<const int64_t> dims = s.tile_assignment().dims();
   if (outer <= 0 || dims[dim] % outer != 0) return std::nullopt;
   std::vector<int64_t> split(dims.begin(), dims.end());
   split[dim] = dims[dim] / outer;

@@ -48,8 +48,8 @@ TileEncoding EncodeTileAssignment(z3::context& ctx, const TileAssignment& tiles,
   z3::expr device = ctx.int_val(static_cast<int64_t>(0));
   if (tiles.is_iota()) {
     const IotaTileAssignment& iota = *tiles.iota();
-    const std::vector<int64_t>& reshape = iota.reshape_dims();
-    const std::vector<int64_t>& perm = iota.perm();
+    const absl::Span<const int64_t> reshape = iota.reshape_dims();
+    const absl::Span<const int64_t> perm = iota.perm();
     std::vector<z3::expr> r;
     for (size_t j = 0; j < reshape.size(); ++j) {
       r.push_back(ctx.int_const(absl::StrCat(prefix, "r", j).c_str()));

@@ -34,7 +34,7 @@ int64_t Product(const std::vector<int64_t>& v) {
   return p;
 }
 
-std::vector<int64_t> Digits(const std::vector<int64_t>& radix, int64_t value) {
+std::vector<int64_t> Digits(absl::Span<const int64_t> radix, int64_t value) {
   std::vector<int64_t> out(radix.size());
   for (size_t k = radix.size(); k-- > 0;) {
     out[k] = value % radix[k];

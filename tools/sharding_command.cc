@@ -234,7 +234,7 @@ Shape ShapeMatching(const HloSharding& sharding) {
     for (const HloSharding& e : sharding.tuple_elements()) elements.push_back(ShapeMatching(e));
     return Shape::Tuple(std::move(elements));
   }
-  const std::vector<int64_t>& tile_dims = sharding.tile_assignment().dims();
+  const absl::Span<const int64_t> tile_dims = sharding.tile_assignment().dims();
   std::vector<int64_t> dims(tile_dims.begin(), tile_dims.begin() + sharding.TiledDataRank());
   return Shape::Array(PrimitiveType::kF32, dims);
 }
@@ -286,7 +286,7 @@ std::string WholeText(const Shape& shape) {
 // Text for the subgroup position of a device: `(replica 1 of 2)`, `(manual group 0 of 4)`.
 std::string SubgroupText(const HloSharding& sharding, const std::vector<int64_t>& tile_index) {
   const int64_t data_rank = sharding.TiledDataRank();
-  const std::vector<int64_t>& dims = sharding.tile_assignment().dims();
+  const absl::Span<const int64_t> dims = sharding.tile_assignment().dims();
   std::vector<std::string> parts;
   if (sharding.ReplicateOnLastTileDim()) {
     parts.push_back(absl::StrCat("replica ", tile_index.back(), " of ", dims.back()));
