@@ -149,6 +149,8 @@ const char* FindingName(Finding finding) {
       return "unavailable";
     case Finding::kReadsInputPadding:
       return "reads-input-padding";
+    case Finding::kSingleDeviceSuspect:
+      return "single-device run suspect";
   }
   return "";
 }

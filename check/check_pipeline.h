@@ -82,6 +82,10 @@ enum class Finding {
   kUnavailable,      // The partitioner is not there (no jax...).
   // XLA's sharded run is wrong only when the padding of uneven input shards holds garbage.
   kReadsInputPadding,
+  // XLA's sharded run differs from its single-device run, and our interpreter agrees with the
+  // sharded run: XLA's single-device compile (code generation, buffer sharing) is the suspect,
+  // not the partitioner.
+  kSingleDeviceSuspect,
 };
 const char* FindingName(Finding finding);
 
@@ -96,6 +100,9 @@ struct ExecutionCheck {
   int64_t trial = -1;
   int64_t trials_run = 0;
   bool padding_dependent = false;  // Fails with poisoned input padding, holds with zeros.
+  // End to end, when it fails: XLA's sharded run on that trial equals our interpreter's run of
+  // the global program (so the single-device run is the odd one out).
+  bool sharded_agrees_with_interpreter = false;
   // What XLA's sharded run was compared with (target::PartitionerUnderTest::GlobalRunName).
   std::string reference = "single-device run";
 };

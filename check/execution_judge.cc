@@ -144,7 +144,8 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
       return unknown(absl::StrCat("XLA's single-device run has ", single->size(),
                                   " outputs, its sharded executable ", output_shardings.size()));
     }
-    // Our interpreter on the same global program and inputs.
+    // Our interpreter on the same global program and inputs (its outputs kept for this trial).
+    std::vector<Literal> ours_leaves;
     if (result.interpreter.verdict != Verdict::kFails) {
       oracle::EngineOptions engine_options;
       engine_options.seed = options.seed;
@@ -169,6 +170,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
         result.interpreter.detail = absl::StrCat("our interpreter: ", ours.status().message());
       } else {
         std::vector<const Literal*> leaves = Leaves((*ours)[0]);
+        for (const Literal* leaf : leaves) ours_leaves.push_back(*leaf);
         std::optional<std::string> mismatch;
         if (leaves.size() != single->size()) {
           mismatch = absl::StrCat(leaves.size(), " outputs against XLA's ", single->size());
@@ -194,9 +196,10 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
     }
     // XLA's sharded run on each device's shard of the same inputs; padding poisoned first, and
     // zero-filled when that fails (to tell a wrong result from one that reads input padding).
-    // Returns an error text when the run cannot be judged; fills `check` otherwise.
-    auto run_sharded = [&](oracle::PaddingFill fill,
-                           ExecutionCheck& check) -> std::optional<std::string> {
+    // Returns an error text when the run cannot be judged; fills `check` otherwise. The shards
+    // are compared with `expected` (XLA's single-device run, or our interpreter's).
+    auto run_sharded = [&](oracle::PaddingFill fill, ExecutionCheck& check,
+                           const std::vector<Literal>& expected) -> std::optional<std::string> {
       std::vector<std::vector<Literal>> arguments(params.size());
       for (size_t i = 0; i < params.size(); ++i) {
         for (int64_t d = 0; d < n; ++d) {
@@ -218,7 +221,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
             return std::string("XLA's sharded run returned a wrong number of device outputs");
           }
           if (std::optional<std::string> wrong_shape =
-                  WrongShardShape((*sharded)[l][d], (*single)[l], output_shardings[l])) {
+                  WrongShardShape((*sharded)[l][d], expected[l], output_shardings[l])) {
             // XLA's executable contradicts its own output sharding: wrong whatever the values.
             if (check.wrong_devices.empty()) {
               check.device = d;
@@ -231,8 +234,8 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
             break;
           }
           absl::StatusOr<std::optional<oracle::ElementMismatch>> m =
-              oracle::CompareShard((*sharded)[l][d], (*single)[l], output_shardings[l], d,
-                                   ExecutionTolerance((*single)[l].shape().element_type()));
+              oracle::CompareShard((*sharded)[l][d], expected[l], output_shardings[l], d,
+                                   ExecutionTolerance(expected[l].shape().element_type()));
           if (!m.ok()) return absl::StrCat("comparing outputs: ", m.status().message());
           if (!m->has_value()) continue;
           if (check.wrong_devices.empty()) {
@@ -249,7 +252,8 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
       return std::nullopt;
     };
     ExecutionCheck poisoned;
-    if (std::optional<std::string> error = run_sharded(oracle::PaddingFill::kPoison, poisoned)) {
+    if (std::optional<std::string> error =
+            run_sharded(oracle::PaddingFill::kPoison, poisoned, *single)) {
       if (absl::StartsWith(*error, "XLA's sharded run")) {
         result.end_to_end.detail = *error;
         return result;
@@ -259,7 +263,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
     result.end_to_end.trials_run = trials_run;
     if (!poisoned.wrong_devices.empty()) {
       ExecutionCheck zeroed;
-      std::optional<std::string> error = run_sharded(oracle::PaddingFill::kZero, zeroed);
+      std::optional<std::string> error = run_sharded(oracle::PaddingFill::kZero, zeroed, *single);
       result.end_to_end.device = poisoned.device;
       result.end_to_end.output = poisoned.output;
       result.end_to_end.wrong_devices = poisoned.wrong_devices;
@@ -276,6 +280,14 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
       }
       result.end_to_end.verdict = Verdict::kFails;
       result.end_to_end.detail = poisoned.detail;
+      // Which of XLA's two runs is the odd one out: when the sharded run equals our interpreter's
+      // run of the global program, the single-device run is.
+      if (ours_leaves.size() == single->size()) {
+        ExecutionCheck against_ours;
+        result.end_to_end.sharded_agrees_with_interpreter =
+            !run_sharded(oracle::PaddingFill::kZero, against_ours, ours_leaves).has_value() &&
+            against_ours.wrong_devices.empty();
+      }
       return result;
     }
     result.end_to_end.verdict = Verdict::kHolds;

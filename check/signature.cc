@@ -261,9 +261,11 @@ FailureSignature SignatureOf(const std::string& spec, const CheckOutcome& outcom
     case CheckStatus::kHolds:
       return {};
     case CheckStatus::kFails:
-      kind =
-          (ours || outcome.finding != Finding::kConfirmedByXla ? "wrong-result." : "miscompile.") +
-          RootCauseOrWhere(outcome, program, ours);
+      kind = (ours                                               ? "wrong-result."
+              : outcome.finding == Finding::kConfirmedByXla      ? "miscompile."
+              : outcome.finding == Finding::kSingleDeviceSuspect ? "single-device-miscompile."
+                                                                 : "wrong-result.") +
+             RootCauseOrWhere(outcome, program, ours);
       break;
     case CheckStatus::kCrash:
       kind =

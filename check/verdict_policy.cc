@@ -83,6 +83,22 @@ constexpr PolicyRule kRules[] = {
                 Finding::kNone, e.oracle_message);
        }
      }},
+    // XLA's two runs disagree and ours sides with the sharded one: a bug of XLA's single-device
+    // compile, confirmed by XLA's runs disagreeing, but no claim against the partitioner.
+    {"single-device-suspect",
+     [](const Evidence& e) {
+       return e.end_to_end->verdict == Verdict::kFails &&
+              e.end_to_end->sharded_agrees_with_interpreter;
+     },
+     [](const Evidence& e, CheckOutcome& o) {
+       Decide(o, CheckStatus::kFails, Finding::kSingleDeviceSuspect,
+              absl::StrCat("XLA's sharded executable differs from its ", e.end_to_end->reference,
+                           ": ", e.end_to_end->detail,
+                           "; our interpreter computes what the sharded run does (",
+                           e.interpreter->verdict == Verdict::kFails ? e.interpreter->detail
+                                                                     : "on that trial",
+                           "): XLA's single-device compile is the suspect, not the partitioner"));
+     }},
     // XLA's own execution shows it: the only way to `fails` against XLA.
     {"confirmed-by-xla", [](const Evidence& e) { return e.end_to_end->verdict == Verdict::kFails; },
      [](const Evidence& e, CheckOutcome& o) {

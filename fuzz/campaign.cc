@@ -202,6 +202,8 @@ std::string CampaignReport::ToString() const {
     for (const CampaignFailure& f : failures) {
       const std::string kind = absl::StrContains(f.signature, ".wasteful.") ? "wasteful (correct)"
                                : absl::StrContains(f.signature, ".miscompile.") ? "confirmed by XLA"
+                               : absl::StrContains(f.signature, ".single-device-miscompile.")
+                                   ? "XLA one-device bug"
                                : f.claim                                        ? "bug claim"
                                                                                 : "to investigate";
       const std::string known = f.known_as.empty() ? "new" : "known: " + f.known_as;

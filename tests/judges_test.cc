@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "check/check_pipeline.h"
+#include "check/signature.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/hlo_parser.h"
@@ -213,6 +214,43 @@ TEST(VerdictPolicy, AWastefulFindingIsANote) {
   EXPECT_EQ(o.status, CheckStatus::kHolds);
   EXPECT_EQ(o.finding, Finding::kNone);
   EXPECT_THAT(o.notes, ::testing::ElementsAre(HasSubstr("detail of lint")));
+}
+
+// XLA's sharded run and its single-device run disagree on one output; `sharded_is_ours`: our
+// interpreter computes what the sharded run does.
+CheckOutcome XlaRunsDisagree(bool sharded_is_ours) {
+  CheckOutcome o;
+  o.judges.push_back({"oracle", Verdict::kHolds, ""});
+  o.judges.push_back({"xla-end-to-end", Verdict::kFails, "device 0 at [4]: expected 9, got 5"});
+  o.xla_end_to_end.emplace();
+  o.xla_end_to_end->verdict = Verdict::kFails;
+  o.xla_end_to_end->detail = "device 0 at [4]: expected 9, got 5";
+  o.xla_end_to_end->output = 0;
+  o.xla_end_to_end->sharded_agrees_with_interpreter = sharded_is_ours;
+  o.interpreter_vs_xla.emplace();
+  o.interpreter_vs_xla->verdict = sharded_is_ours ? Verdict::kFails : Verdict::kHolds;
+  o.interpreter_vs_xla->detail = "at [4]: expected 9, got 5 (expected = XLA, got = ours)";
+  ApplyVerdictPolicy(o);
+  return o;
+}
+
+TEST(VerdictPolicy, WhenOurInterpreterSidesWithTheShardedRunTheSingleDeviceRunIsTheSuspect) {
+  absl::StatusOr<ParsedModule> m = ParseHloModule(R"(HloModule m, num_partitions=2
+ENTRY e {
+  p = s32[6] parameter(0), sharding={replicated}
+  ROOT a = s32[6] add(p, p), sharding={devices=[2]<=[2]}
+})");
+  ASSERT_TRUE(m.ok()) << m.status();
+  const CheckOutcome suspect = XlaRunsDisagree(/*sharded_is_ours=*/true);
+  EXPECT_EQ(suspect.status, CheckStatus::kFails);
+  EXPECT_EQ(suspect.finding, Finding::kSingleDeviceSuspect);
+  EXPECT_THAT(suspect.message, HasSubstr("single-device compile is the suspect"));
+  EXPECT_EQ(SignatureOf("xla", suspect, *m->module).text, "xla.single-device-miscompile.add");
+  // Our interpreter agrees with the single-device run: the partitioner is the suspect.
+  const CheckOutcome confirmed = XlaRunsDisagree(/*sharded_is_ours=*/false);
+  EXPECT_EQ(confirmed.status, CheckStatus::kFails);
+  EXPECT_EQ(confirmed.finding, Finding::kConfirmedByXla);
+  EXPECT_EQ(SignatureOf("xla", confirmed, *m->module).text, "xla.miscompile.add");
 }
 
 }  // namespace

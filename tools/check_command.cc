@@ -189,6 +189,10 @@ int Report(const HloModule& global, const check::CheckOutcome& o, bool in_proces
           // The oracle's own lines follow; the verdict line states who confirmed it.
           out << "verdict: fails (confirmed by XLA's own execution)\nreason: " << o.message
               << "\noracle: ";
+        } else if (o.finding == check::Finding::kSingleDeviceSuspect) {
+          out << "verdict: fails (XLA's two runs disagree; its single-device run is the suspect, "
+                 "not the partitioner)\nreason: "
+              << o.message << "\noracle: ";
         }
         out << report;
         const oracle::Divergence* cause = check::CauseDivergence(o, global);

@@ -71,7 +71,7 @@ std::string WithoutHeader(const std::string& module) {
 }
 
 std::string KindOf(const std::string& signature) {
-  for (const char* kind : {"miscompile", "wrong-result", "crash", "xla-rejects-valid", "timeout",
+  for (const char* kind : {"single-device-miscompile", "miscompile", "wrong-result", "crash", "xla-rejects-valid", "timeout",
                            "oracle-only", "oracle-disagrees", "reads-input-padding", "wasteful"}) {
     if (absl::StrContains(signature, absl::StrCat(kind, "."))) return kind;
     if (absl::EndsWith(signature, kind)) return kind;
@@ -85,6 +85,12 @@ std::string Title(const nlohmann::json& f) {
   const std::string who = target::PartitionerTitle(partitioner);
   const std::string op = signature.substr(signature.rfind('.') + 1);
   const std::string kind = KindOf(signature);
+  if (kind == "single-device-miscompile") {
+    // Not the partitioner's: XLA's single-device compile computes what neither its sharded
+    // executable nor spmdcheck's interpreter does.
+    return absl::StrCat("[XLA:CPU] wrong results on one device, the sharded executable is right (",
+                        op, ")");
+  }
   std::string what = kind == "miscompile"          ? "wrong results"
                      : kind == "crash"             ? "a crash"
                      : kind == "xla-rejects-valid" ? "a valid module rejected"
