@@ -91,13 +91,13 @@ constexpr PolicyRule kRules[] = {
               e.end_to_end->sharded_agrees_with_interpreter;
      },
      [](const Evidence& e, CheckOutcome& o) {
-       Decide(o, CheckStatus::kFails, Finding::kSingleDeviceSuspect,
-              absl::StrCat("XLA's sharded executable differs from its ", e.end_to_end->reference,
-                           ": ", e.end_to_end->detail,
-                           "; our interpreter computes what the sharded run does (",
-                           e.interpreter->verdict == Verdict::kFails ? e.interpreter->detail
-                                                                     : "on that trial",
-                           "): XLA's single-device compile is the suspect, not the partitioner"));
+       Decide(
+           o, CheckStatus::kFails, Finding::kSingleDeviceSuspect,
+           absl::StrCat(
+               "XLA's sharded executable differs from its ", e.end_to_end->reference, ": ",
+               e.end_to_end->detail, "; our interpreter computes what the sharded run does (",
+               e.interpreter->verdict == Verdict::kFails ? e.interpreter->detail : "on that trial",
+               "): XLA's single-device compile is the suspect, not the partitioner"));
      }},
     // XLA's own execution shows it: the only way to `fails` against XLA.
     {"confirmed-by-xla", [](const Evidence& e) { return e.end_to_end->verdict == Verdict::kFails; },

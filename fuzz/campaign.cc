@@ -71,6 +71,8 @@ std::vector<uint8_t> CaseBytes(uint64_t case_seed, const ProgramGenOptions& gen)
 
 // Our oracle's and interpreter's time for one case (their loops stop there: unknown).
 constexpr double kCaseOracleSeconds = 10;
+// At most this long looking for the op that makes a reduced miscompile's wrong value.
+constexpr double kRootCauseSeconds = 20;
 
 // How a campaign checks case `case_seed` (and the reduction of its findings checks candidates).
 CheckOptions CaseCheckOptions(uint64_t case_seed) {
@@ -174,9 +176,12 @@ std::string CampaignReport::ToString() const {
             : absl::StrFormat("reduced %d -> %d instructions, %d -> %d devices",
                               f.instructions_before, f.instructions_after, f.devices_before,
                               f.devices_after);
-    const std::string kind = !f.known_as.empty() ? absl::StrCat(" (known: ", f.known_as, ")")
-                             : f.claim           ? " (new)"
-                                                 : " (new, to investigate: not a bug claim)";
+    const std::string seen_at =
+        f.root_cause.empty() ? "" : absl::StrCat(", made by the op of ", f.root_cause);
+    const std::string kind = !f.known_as.empty()
+                                 ? absl::StrCat(" (known: ", f.known_as, seen_at, ")")
+                             : f.claim ? absl::StrCat(" (new", seen_at, ")")
+                                       : " (new, to investigate: not a bug claim)";
     if (!f.known_as.empty()) {
       absl::StrAppendFormat(&out, "  %s%s: %d case(s), first at case %d after %.1fs\n", f.signature,
                             kind, f.count, f.first_case, f.seconds_to_find);
@@ -204,8 +209,8 @@ std::string CampaignReport::ToString() const {
                                : absl::StrContains(f.signature, ".miscompile.") ? "confirmed by XLA"
                                : absl::StrContains(f.signature, ".single-device-miscompile.")
                                    ? "XLA one-device bug"
-                               : f.claim                                        ? "bug claim"
-                                                                                : "to investigate";
+                               : f.claim ? "bug claim"
+                                         : "to investigate";
       const std::string known = f.known_as.empty() ? "new" : "known: " + f.known_as;
       const std::string repro = !f.known_as.empty() ? "corpus/xla-findings/" + f.known_as
                                                     : (f.path.empty() ? "-" : f.path + "/");
@@ -258,6 +263,7 @@ nlohmann::json CampaignReport::ToJson(const CampaignOptions& options) const {
                         {"partitioner", f.partitioner},
                         {"bug_claim", f.claim},
                         {"known_as", f.known_as},
+                        {"root_cause", f.root_cause},
                         {"new", f.known_as.empty()},
                         {"count", f.count},
                         {"first_case", f.first_case},
@@ -584,7 +590,26 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   absl::StatusOr<ReduceResult> reduced = ReduceFinding(
       program, FindingPredicate(partitioner, signature.text, check, predicate_options),
       reduce_seconds, unreduced);
-  const HloModule& repro = reduced.ok() ? *reduced->module : program;
+  // A miscompile seen at an op that only carries the wrong value (a concatenate of a wrong
+  // scatter): the root moved down to the op that makes it, whose signature says the root cause.
+  std::optional<RootCause> cause;
+  if (reduced.ok() && IsMiscompileSignature(signature.text) && !aborting()) {
+    double seconds = kRootCauseSeconds;
+    if (options_.seconds > 0) {
+      seconds =
+          std::min(seconds, options_.seconds - elapsed() - std::min(10.0, 0.05 * options_.seconds));
+    }
+    if (seconds >= 1) {
+      absl::StatusOr<std::optional<RootCause>> found = FindRootCause(
+          partitioner, *reduced->module, signature.text, check, predicate_options,
+          Clock::now() +
+              std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds)));
+      if (found.ok() && found->has_value()) cause = std::move(**found);
+    }
+  }
+  const HloModule& repro = cause.has_value() ? *cause->module
+                           : reduced.ok()    ? *reduced->module
+                                             : program;
 
   FindingRecord record;
   record.signature = signature.text;
@@ -604,6 +629,11 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
           ? absl::StrCat("reduced: ", reduced->report.ToString())
           : absl::StrCat("not reduced: ", reduced.status().message(),
                          program.jax_source().empty() ? " (spmdcheck reduce DIR reduces it)" : "");
+  if (cause.has_value()) {
+    record.root_cause = cause->signature;
+    absl::StrAppend(&record.reduction, "; then the root moved ", cause->steps,
+                    " op(s) down to the op that makes the wrong value: ", cause->signature);
+  }
   FindingWriteOptions write;
   write.out_dir = options_.out_dir;
   write.wasteful = wasteful;
@@ -636,6 +666,13 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   }
   CampaignFailure& f = report_.failures[static_cast<size_t>(slot)];
   f.path = *written;
+  if (cause.has_value() && f.known_as.empty()) {
+    f.root_cause = cause->signature;
+    if (const KnownFinding* k = FindKnown(known_, cause->signature)) {
+      f.known_as = k->name;
+      --report_.progress.new_findings;
+    }
+  }
   f.message = record.message;
   f.versions = record.versions;
   f.broken_by = record.broken_by;

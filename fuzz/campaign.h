@@ -100,6 +100,9 @@ struct CampaignFailure {
   bool claim = true;        // A bug claim (false: oracle-only/oracle-disagrees, to investigate).
   std::string path;         // The finding's folder (fuzz/findings.h), empty when known.
   std::string known_as;     // The known finding it matches (corpus/xla-findings), or empty.
+  // A miscompile whose reduced case's root moved down to the op that makes the wrong value
+  // (fuzz::FindRootCause): that case's signature; empty when the root did not move.
+  std::string root_cause;
   int64_t first_case = 0;
   uint64_t case_seed = 0;
   int64_t count = 0;  // Cases with this signature.

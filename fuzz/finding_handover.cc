@@ -122,9 +122,41 @@ InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
     }
     absl::StatusOr<CheckOutcome> o = CheckPartitioning(m, partitioner, check);
     if (!o.ok()) return false;
-    if (check::SignatureOf(spec, *o, m).text != signature) return false;
+    const std::string text = check::SignatureOf(spec, *o, m).text;
+    if (options.any_op_of_kind) {
+      if (!absl::StartsWith(text, signature.substr(0, signature.rfind('.') + 1))) return false;
+    } else if (text != signature) {
+      return false;
+    }
     return options.failed_check.empty() || check::FailedCheckOf(o->message) == options.failed_check;
   };
+}
+
+bool IsMiscompileSignature(const std::string& signature) {
+  return absl::StrContains(signature, ".miscompile.") ||
+         absl::StrContains(signature, ".single-device-miscompile.");
+}
+
+absl::StatusOr<std::optional<RootCause>> FindRootCause(
+    target::PartitionerUnderTest& partitioner, const HloModule& reduced,
+    const std::string& signature, const check::CheckOptions& check, FindingPredicateOptions options,
+    std::chrono::steady_clock::time_point deadline) {
+  options.any_op_of_kind = true;
+  options.deadline = deadline;
+  absl::StatusOr<DescendResult> descended =
+      DescendRoot(reduced, FindingPredicate(partitioner, signature, check, options), deadline);
+  if (!descended.ok()) return descended.status();
+  if (descended->steps == 0) return std::optional<RootCause>();
+  check::CheckOptions final_check = check;
+  final_check.oracle_seconds = kReductionOracleSeconds;
+  absl::StatusOr<CheckOutcome> o = CheckPartitioning(*descended->module, partitioner, final_check);
+  if (!o.ok()) return o.status();
+  RootCause cause;
+  cause.signature = check::SignatureOf(partitioner.spec(), *o, *descended->module).text;
+  if (!IsMiscompileSignature(cause.signature)) return std::optional<RootCause>();
+  cause.module = std::move(descended->module);
+  cause.steps = descended->steps;
+  return std::optional<RootCause>(std::move(cause));
 }
 
 absl::StatusOr<ReduceResult> ReduceFinding(const HloModule& program,
@@ -203,7 +235,9 @@ absl::StatusOr<std::string> WriteFinding(target::PartitionerUnderTest& partition
     }
   }
   if (options.matrix != nullptr) {
-    record.versions = options.matrix->Try(partitioner.spec(), repro, record.signature, check);
+    record.versions = options.matrix->Try(
+        partitioner.spec(), repro, record.root_cause.empty() ? record.signature : record.root_cause,
+        check);
     record.versions_note.clear();
   } else {
     record.versions_note = options.versions_note;

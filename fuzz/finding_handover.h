@@ -49,6 +49,9 @@ struct FindingPredicateOptions {
   // For a crash or rejection: the failed check (check::FailedCheckOf) a reduced case must fail
   // again; empty: any of the signature's source file.
   std::string failed_check;
+  // Accept the signature's kind with any op (`xla.miscompile.` of `xla.miscompile.concatenate`):
+  // for DescendRoot, which looks for the op that makes a wrong value.
+  bool any_op_of_kind = false;
   // True when the reduction must stop now (a cancelled campaign): the predicate then errs.
   std::function<bool()> cancelled;
   // When the reduction ends: a candidate's check gets our oracle's time until then (at most
@@ -72,6 +75,24 @@ std::vector<CostFinding> WastefulFindings(target::PartitionerUnderTest& partitio
 InterestingnessFn FindingPredicate(target::PartitionerUnderTest& partitioner,
                                    const std::string& signature, const check::CheckOptions& check,
                                    const FindingPredicateOptions& options);
+
+// True for a wrong result XLA's runs show (`<p>.miscompile.<op>`,
+// `<p>.single-device-miscompile.<op>`): the signatures whose op may be an output op that only
+// carries the wrong value.
+bool IsMiscompileSignature(const std::string& signature);
+
+// The op that makes a miscompile's wrong value: `reduced` with its root moved down the chain
+// that makes it while the partitioner still miscompiles it (DescendRoot; any op of the
+// signature's kind), and that module's signature. Nullopt when the root did not move.
+struct RootCause {
+  std::unique_ptr<HloModule> module;
+  std::string signature;
+  int64_t steps = 0;
+};
+absl::StatusOr<std::optional<RootCause>> FindRootCause(
+    target::PartitionerUnderTest& partitioner, const HloModule& reduced,
+    const std::string& signature, const check::CheckOptions& check, FindingPredicateOptions options,
+    std::chrono::steady_clock::time_point deadline);
 
 // Reduces `program` for at most `seconds` (<= 0: not reduced; the record says why, with
 // `unreduced_reason`). A program from jax's level (its StableHLO is what is compiled) is kept as

@@ -80,6 +80,7 @@ nlohmann::json FindingRecord::ToJson() const {
           {"message", message},
           {"first_divergence", divergence},
           {"reduction", reduction},
+          {"root_cause", root_cause},
           {"other_versions", versions_json},
           {"other_versions_note", versions_note},
           {"broken_by_pass", broken_by},

@@ -53,6 +53,8 @@ struct FindingRecord {
   std::string message;     // Expected vs actual, or the crash.
   std::string divergence;  // The first diverging instruction (our oracle), when known.
   std::string reduction;   // The reducer's report, or why not reduced.
+  // For a miscompile whose root moved to the op that makes the wrong value: that signature.
+  std::string root_cause;
   std::string partitioner_version;
   std::vector<VersionCheck> versions;
   std::string versions_note;  // Why `versions` were not tried, when they were not.

@@ -1025,6 +1025,38 @@ class Reducer {
 
 }  // namespace
 
+absl::StatusOr<DescendResult> DescendRoot(const HloModule& module,
+                                          const InterestingnessFn& interesting,
+                                          std::chrono::steady_clock::time_point deadline,
+                                          int64_t max_steps) {
+  DescendResult result;
+  result.module = CloneModule(module);
+  bool moved = true;
+  while (moved && result.steps < max_steps) {
+    moved = false;
+    const HloInstruction* root = result.module->entry()->root();
+    if (root == nullptr) break;
+    for (int64_t k = 0; k < root->operand_count(); ++k) {
+      const HloOpcode opcode = root->operand(k)->opcode();
+      if (opcode == HloOpcode::kParameter || opcode == HloOpcode::kConstant) continue;
+      if (std::chrono::steady_clock::now() >= deadline) return result;
+      std::unique_ptr<HloModule> candidate = CloneModule(*result.module);
+      HloComputation* entry = candidate->entry();
+      entry->set_root(entry->root()->operand(k));
+      candidate = Compact(*candidate);
+      ++result.candidates_tried;
+      absl::StatusOr<bool> still = interesting(*candidate);
+      if (!still.ok()) return still.status();
+      if (!*still) continue;
+      result.module = std::move(candidate);
+      ++result.steps;
+      moved = true;
+      break;
+    }
+  }
+  return result;
+}
+
 std::unique_ptr<HloModule> CloneModule(const HloModule& module) {
   return CopyModule(module, nullptr, nullptr);
 }

@@ -16,6 +16,7 @@
 #ifndef SPMDCHECK_FUZZ_REDUCER_H_
 #define SPMDCHECK_FUZZ_REDUCER_H_
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -74,6 +75,22 @@ absl::StatusOr<ReduceResult> ReduceModule(const HloModule& module,
 
 // A deep copy (same names, order, attributes and shardings).
 std::unique_ptr<HloModule> CloneModule(const HloModule& module);
+
+// Moves the entry root down the chain that makes it while `interesting` allows: the root becomes
+// one of its operands (a root tuple: one of its elements; parameters and constants are not
+// tried), dead code going with it, until no such candidate is interesting, `max_steps` moves
+// were made, or `deadline` passed. For a wrong value an output op only carries (a
+// concatenate of a wrong scatter), the result ends at the op that makes it. The predicate's
+// error stops the walk and is returned.
+struct DescendResult {
+  std::unique_ptr<HloModule> module;  // `module` itself (a copy) when nothing moved.
+  int64_t steps = 0;
+  int64_t candidates_tried = 0;
+};
+absl::StatusOr<DescendResult> DescendRoot(const HloModule& module,
+                                          const InterestingnessFn& interesting,
+                                          std::chrono::steady_clock::time_point deadline,
+                                          int64_t max_steps = 16);
 
 // The reducer's size measure (smaller is simpler).
 int64_t ReductionSize(const HloModule& module);

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 
+#include <chrono>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -253,6 +254,44 @@ ENTRY e {
   absl::StatusOr<ReduceResult> bad =
       ReduceModule(*module, [](const HloModule&) -> absl::StatusOr<bool> { return true; });
   EXPECT_TRUE(absl::IsInvalidArgument(bad.status()));
+}
+
+// A wrong value made by `bad` and only carried by the ops above it: the root moves down to it.
+TEST(ReducerTest, DescendRootEndsAtTheOpThatMakesTheInterestingValue) {
+  auto module = Parse(R"(HloModule m
+ENTRY e {
+  p = f32[4] parameter(0)
+  q = f32[4] parameter(1)
+  bad = f32[4] add(p, q)
+  n = f32[4] negate(bad)
+  c = f32[8] concatenate(q, n), dimensions={0}
+  ROOT r = f32[8] abs(c)
+})");
+  ASSERT_NE(module, nullptr);
+  auto has_bad = [](const HloModule& m) -> absl::StatusOr<bool> {
+    return m.entry()->FindInstruction("bad") != nullptr;
+  };
+  const auto later = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  absl::StatusOr<DescendResult> d = DescendRoot(*module, has_bad, later);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->steps, 3);
+  EXPECT_EQ(d->module->entry()->root()->name(), "bad");
+  EXPECT_EQ(d->module->entry()->instruction_count(), 3);  // p, q and bad: the rest is dead.
+  // Not interesting anywhere below the root: nothing moves. A past deadline: nothing is tried.
+  absl::StatusOr<DescendResult> none = DescendRoot(
+      *module, [](const HloModule&) -> absl::StatusOr<bool> { return false; }, later);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->steps, 0);
+  EXPECT_EQ(none->module->entry()->root()->name(), "r");
+  absl::StatusOr<DescendResult> late =
+      DescendRoot(*module, has_bad, std::chrono::steady_clock::now());
+  ASSERT_TRUE(late.ok());
+  EXPECT_EQ(late->candidates_tried, 0);
+  // The predicate's error stops the walk.
+  absl::StatusOr<DescendResult> error = DescendRoot(
+      *module, [](const HloModule&) -> absl::StatusOr<bool> { return absl::InternalError("boom"); },
+      later);
+  EXPECT_TRUE(absl::IsInternal(error.status()));
 }
 
 TEST(ReducerTest, RespectsThePredicateCallLimit) {

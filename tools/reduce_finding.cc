@@ -1,5 +1,7 @@
 #include "tools/reduce_finding.h"
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -148,6 +150,20 @@ int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, st
   }
   record.reduction = reduced.ok() ? absl::StrCat("reduced: ", reduced->report.ToString())
                                   : absl::StrCat("not reduced: ", reduced.status().message());
+  // A miscompile seen at an op that only carries the wrong value: the op that makes it.
+  std::optional<fuzz::RootCause> cause;
+  if (reduced.ok() && fuzz::IsMiscompileSignature(record.signature)) {
+    absl::StatusOr<std::optional<fuzz::RootCause>> found =
+        fuzz::FindRootCause(partitioner, *reduced->module, record.signature, check, predicate,
+                            std::chrono::steady_clock::now() +
+                                std::chrono::seconds(std::clamp<int64_t>(max_seconds, 1, 60)));
+    if (found.ok() && found->has_value()) cause = std::move(**found);
+  }
+  if (cause.has_value()) {
+    record.root_cause = cause->signature;
+    absl::StrAppend(&record.reduction, "; then the root moved ", cause->steps,
+                    " op(s) down to the op that makes the wrong value: ", cause->signature);
+  }
   check::VersionMatrix matrix(choice->other_xla_pythons, choice->options);
   fuzz::FindingWriteOptions write;
   write.out_dir = std::filesystem::absolute(folder, ec).parent_path().string();
@@ -155,7 +171,9 @@ int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, st
   write.matrix = &matrix;
   write.reproduce_flags = absl::StrCat(target::ReproducePartitionerFlags(partitioner.full_spec()),
                                        choice->reproduce_flags);
-  const HloModule& repro = reduced.ok() ? *reduced->module : **module;
+  const HloModule& repro = cause.has_value() ? *cause->module
+                           : reduced.ok()    ? *reduced->module
+                                             : **module;
   absl::StatusOr<std::string> written =
       fuzz::WriteFinding(partitioner, repro, "", check, write, record);
   if (!written.ok()) return BadInput(err, "reduce", written.status().message());
@@ -167,6 +185,10 @@ int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, st
                            r.entry_instructions_after, r.devices_before, r.devices_after);
   } else {
     out << record.reduction << "\n";
+  }
+  if (cause.has_value()) {
+    out << "root cause: " << cause->signature << " (the root moved " << cause->steps
+        << " op(s) down to the op that makes the wrong value)\n";
   }
   for (const fuzz::VersionCheck& v : record.versions) {
     out << "also on " << (v.versions.empty() ? v.venv : v.versions) << ": " << v.verdict << "\n";

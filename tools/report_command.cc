@@ -71,8 +71,9 @@ std::string WithoutHeader(const std::string& module) {
 }
 
 std::string KindOf(const std::string& signature) {
-  for (const char* kind : {"single-device-miscompile", "miscompile", "wrong-result", "crash", "xla-rejects-valid", "timeout",
-                           "oracle-only", "oracle-disagrees", "reads-input-padding", "wasteful"}) {
+  for (const char* kind :
+       {"single-device-miscompile", "miscompile", "wrong-result", "crash", "xla-rejects-valid",
+        "timeout", "oracle-only", "oracle-disagrees", "reads-input-padding", "wasteful"}) {
     if (absl::StrContains(signature, absl::StrCat(kind, "."))) return kind;
     if (absl::EndsWith(signature, kind)) return kind;
   }
