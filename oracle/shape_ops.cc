@@ -122,7 +122,8 @@ void CopyTiled(uint8_t* dst, int64_t dst_a, int64_t dst_b, const uint8_t* src, i
 
 // dst[sum_d i_d * dst_stride_d] = src[sum_d i_d * src_stride_d] for every index i of `dims`
 // (outermost first). Destination positions must be distinct.
-void StridedCopy(uint8_t* dst, const uint8_t* src, int64_t width, std::vector<CopyDim> dims) {
+void StridedCopy(uint8_t* dst, const uint8_t* src, int64_t width,
+                 const std::vector<CopyDim>& dims) {
   for (const CopyDim& d : dims) {
     if (d.size <= 0) return;
   }
@@ -846,7 +847,7 @@ absl::StatusOr<Literal> HandlePad(const HloInstruction& instruction,
     src_offset += static_cast<int64_t>(first * in_strides[d]);
   }
   StridedCopy(result.raw_data() + dst_offset * width, operand->raw_data() + src_offset * width,
-              width, std::move(copy));
+              width, copy);
   return result;
 }
 
