@@ -446,7 +446,7 @@ class SdyReader {
 #define SDY_ASSIGN(lhs, expr)                   \
   auto lhs##_or = (expr);                       \
   if (!lhs##_or.ok()) return lhs##_or.status(); \
-  auto lhs = *std::move(lhs##_or)
+  auto lhs = *std::move(lhs##_or)  // NOLINT(bugprone-macro-parentheses): lhs is the declared name
 
 #define SDY_RETURN_IF_ERROR(expr)      \
   do {                                 \

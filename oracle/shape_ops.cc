@@ -326,11 +326,12 @@ Literal CopyLiteral(const Literal& literal) { return literal; }
 
 #define SHAPE_OPS_CONCAT_INNER(a, b) a##b
 #define SHAPE_OPS_CONCAT(a, b) SHAPE_OPS_CONCAT_INNER(a, b)
+// `lhs` is a declaration (`Literal result`), which parentheses would not compile: hence the NOLINT.
 #define SHAPE_OPS_ASSIGN_OR_RETURN(lhs, expr)                  \
   auto SHAPE_OPS_CONCAT(spmdcheck_or_, __LINE__) = (expr);     \
   if (!SHAPE_OPS_CONCAT(spmdcheck_or_, __LINE__).ok())         \
     return SHAPE_OPS_CONCAT(spmdcheck_or_, __LINE__).status(); \
-  lhs = *std::move(SHAPE_OPS_CONCAT(spmdcheck_or_, __LINE__))
+  lhs = *std::move(SHAPE_OPS_CONCAT(spmdcheck_or_, __LINE__))  // NOLINT(bugprone-macro-parentheses)
 
 // ---------------------------------------------------------------------------------------------
 // broadcast
