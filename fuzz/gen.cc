@@ -87,7 +87,7 @@ TileAssignment TransposedIota(const std::vector<int64_t>& dims,
 
 // A device array of shape `dims` (product = the mesh's device count): an explicit random
 // permutation, a transposed iota, or the mesh's own device order reshaped.
-Gen<TileAssignment> GenDeviceArray(std::vector<int64_t> dims, Mesh mesh) {
+Gen<TileAssignment> GenDeviceArray(const std::vector<int64_t>& dims, const Mesh& mesh) {
   const int64_t n = Product(dims);
   const int64_t factors = static_cast<int64_t>(PrimeFactors(n).size());
   return gen::mapcat(Uniform<int>(0, 3), [=](int form) -> Gen<TileAssignment> {
@@ -360,7 +360,7 @@ Gen<ReplicaGroups> GenReplicaGroups(int64_t num_devices) {
 }
 
 Gen<ShardingCase> GenShardingCase() {
-  return gen::mapcat(gen::pair(GenShapeOrTuple(), GenMesh()), [](std::pair<Shape, Mesh> p) {
+  return gen::mapcat(gen::pair(GenShapeOrTuple(), GenMesh()), [](const std::pair<Shape, Mesh>& p) {
     return gen::map(GenShardingFor(p.first, p.second), [p](HloSharding s) {
       return ShardingCase{p.first, p.second, std::move(s)};
     });

@@ -25,7 +25,9 @@ class Emitter {
   absl::StatusOr<HloInstruction*> Emit();
 
  private:
-  Shape Array(std::vector<int64_t> dims) const { return Shape::Array(PrimitiveType::kF32, dims); }
+  Shape Array(const std::vector<int64_t>& dims) const {
+    return Shape::Array(PrimitiveType::kF32, dims);
+  }
   int64_t S() const { return spec_.stages; }
   int64_t R() const { return spec_.rows_per_device * spec_.data; }
   int64_t H() const { return spec_.hidden_per_device * spec_.tensor; }

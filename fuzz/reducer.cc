@@ -419,7 +419,10 @@ std::optional<Shape> DeriveShape(HloModule& m, HloInstruction& instr, int depth,
       HloComputation* body = instr.called_computation("body");
       HloComputation* cond = instr.called_computation("condition");
       if (body == nullptr || cond == nullptr) return std::nullopt;
-      const Shape state = operand(0);
+      // A copy, not a reference: the loop below re-propagates the called computations, and
+      // through a call cycle (the verifier rejects only direct self-calls) that can reset this
+      // operand's shape, which a reference would then follow (or outlive).
+      const Shape state = operand(0);  // NOLINT(performance-unnecessary-copy-initialization)
       for (HloComputation* c : {body, cond}) {
         std::vector<HloInstruction*> params = c->parameters();
         if (params.size() != 1 || params[0] == nullptr) return std::nullopt;

@@ -18,7 +18,9 @@ HloInstruction::HloInstruction(HloOpcode opcode, std::string name, Shape shape)
     : opcode_(opcode), name_(std::move(name)), shape_(SharedValue<Shape>::Make(std::move(shape))) {}
 
 HloInstruction::HloInstruction(HloOpcode opcode, std::string name, SharedValue<Shape> shape)
-    : opcode_(opcode), name_(std::move(name)), shape_(shape ? std::move(shape) : InvalidShape()) {}
+    : opcode_(opcode),
+      name_(std::move(name)),
+      shape_(shape ? std::move(shape) : SharedValue<Shape>(InvalidShape())) {}
 
 // A copy is in no computation (renaming it must not touch the original's name index).
 HloInstruction::HloInstruction(const HloInstruction& other)
@@ -69,7 +71,11 @@ void HloInstruction::set_shape(Shape shape) {
 }
 
 void HloInstruction::set_shared_shape(SharedValue<Shape> shape) {
-  shape_ = shape ? std::move(shape) : InvalidShape();
+  if (shape) {
+    shape_ = std::move(shape);
+  } else {
+    shape_ = InvalidShape();
+  }
 }
 
 void HloInstruction::set_literal(Literal literal) {

@@ -91,6 +91,7 @@ class SharedValue {
   SharedValue(const SharedValue& other) : block_(other.block_) { Ref(); }
   SharedValue(SharedValue&& other) noexcept : block_(other.block_) { other.block_ = nullptr; }
   SharedValue& operator=(const SharedValue& other) {
+    if (this == &other) return *this;
     SharedValue copy(other);
     std::swap(block_, copy.block_);
     return *this;

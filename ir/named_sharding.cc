@@ -72,9 +72,9 @@ AxisLayout LayoutOf(const std::vector<NamedSharding::Dim>& dims,
 }  // namespace
 
 std::string XlaAxisRefText(const Mesh& mesh, const MeshAxisRef& ref) {
-  const std::string name = ref.axis >= 0 && ref.axis < static_cast<int64_t>(mesh.axes().size())
-                               ? Quoted(mesh.axes()[ref.axis].name)
-                               : absl::StrCat("<axis ", ref.axis, ">");
+  std::string name = ref.axis >= 0 && ref.axis < static_cast<int64_t>(mesh.axes().size())
+                         ? Quoted(mesh.axes()[ref.axis].name)
+                         : absl::StrCat("<axis ", ref.axis, ">");
   if (ref.size == 0) return name;
   return absl::StrCat(name, ":(", ref.pre_size, ")", ref.size);
 }

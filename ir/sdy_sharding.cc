@@ -179,7 +179,7 @@ absl::StatusOr<std::vector<MeshAxisRef>> DigitToAxes(const Mesh& mesh, Digit dig
 }
 
 // Merges adjacent sub-axes of one axis that are consecutive (major then minor) into one.
-std::vector<MeshAxisRef> MergeAdjacent(const Mesh& mesh, std::vector<MeshAxisRef> refs) {
+std::vector<MeshAxisRef> MergeAdjacent(const Mesh& mesh, const std::vector<MeshAxisRef>& refs) {
   std::vector<MeshAxisRef> out;
   for (const MeshAxisRef& ref : refs) {
     if (!out.empty() && out.back().axis == ref.axis && out.back().size != 0 && ref.size != 0 &&
@@ -338,7 +338,7 @@ absl::StatusOr<AxisLayout> HloShardingToLayout(const Mesh& mesh, const HloShardi
       }
       refs.insert(refs.end(), pieces->begin(), pieces->end());
     }
-    refs = MergeAdjacent(mesh, std::move(refs));
+    refs = MergeAdjacent(mesh, refs);
     if (d < static_cast<size_t>(data_rank)) {
       layout.dims[d] = std::move(refs);
       continue;
@@ -446,7 +446,7 @@ class SdyReader {
 #define SDY_ASSIGN(lhs, expr)                   \
   auto lhs##_or = (expr);                       \
   if (!lhs##_or.ok()) return lhs##_or.status(); \
-  auto lhs = *std::move(lhs##_or)
+  auto lhs = *std::move(lhs##_or)  // NOLINT(bugprone-macro-parentheses): lhs is the declared name
 
 #define SDY_RETURN_IF_ERROR(expr)      \
   do {                                 \

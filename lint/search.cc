@@ -279,8 +279,7 @@ absl::StatusOr<std::unique_ptr<HloModule>> PlannedModule(const GlobalChain& chai
 absl::StatusOr<std::unique_ptr<HloModule>> PartitionGlobalChain(
     const GlobalChain& chain, const std::vector<HloSharding>& shardings, int64_t num_partitions,
     const partitioner::Planner& planner) {
-  std::vector<HloSharding> computed = shardings;
-  return PartitionPlannedChain(chain, computed, shardings, num_partitions, planner);
+  return PartitionPlannedChain(chain, shardings, shardings, num_partitions, planner);
 }
 
 absl::StatusOr<std::unique_ptr<HloModule>> PartitionPlannedChain(

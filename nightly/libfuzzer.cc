@@ -201,7 +201,7 @@ std::vector<std::string> LibFuzzerTargetFlags(const std::string& target,
       if (key.empty()) continue;
       if (key == "dict") {
         has_dict = true;
-        value = source_dir + "/fuzz/targets/" + value;
+        value = absl::StrCat(source_dir, "/fuzz/targets/", value);
       }
       flags.push_back(absl::StrCat("-", key, "=", value));
     }

@@ -290,7 +290,8 @@ std::string ReportMarkdown(const nlohmann::json& report) {
     const bool libfuzzer = t.value("kind", "") == "libfuzzer";
     absl::StrAppendFormat(
         &md, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", Cell(t.value("name", "")),
-        Cell(status + (reason.empty() ? "" : ": " + reason)), Number(t.value("spent_seconds", 0.0)),
+        Cell(absl::StrCat(status, reason.empty() ? "" : ": ", reason)),
+        Number(t.value("spent_seconds", 0.0)),
         libfuzzer ? "-" : Number(static_cast<double>(t.value("cases", int64_t{0}))),
         libfuzzer ? "-" : Number(t.value("cases_per_second", 0.0)),
         acceptance < 0 ? "-" : absl::StrFormat("%.1f%%", 100 * acceptance),
@@ -464,7 +465,7 @@ std::string ReportJunit(const nlohmann::json& report) {
     } else if (status == "unknown" || status == "pending" || status == "running") {
       ++t_skipped;
       absl::StrAppendFormat(&targets_xml, "      <skipped message=\"%s\"/>\n",
-                            Xml(status + (reason.empty() ? "" : ": " + reason)));
+                            Xml(absl::StrCat(status, reason.empty() ? "" : ": ", reason)));
     } else if (status == "error") {
       ++t_errors;
       absl::StrAppendFormat(&targets_xml, "      <error message=\"%s\"/>\n", Xml(reason));

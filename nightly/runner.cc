@@ -675,7 +675,7 @@ absl::Status Night::AnalyzeArtifacts(TargetRun& target, const std::string& attem
     std::vector<std::string> argv = {binary};
     argv.insert(argv.end(), flags.begin(), flags.end());
     argv.push_back(file.string());
-    const std::string log = attempt_dir + "/replay-" + file_name + ".log";
+    const std::string log = absl::StrCat(attempt_dir, "/replay-", file_name, ".log");
     absl::StatusOr<base::ProcessResult> replayed =
         RunChild(target, argv, log, 120, /*track=*/false);
     CrashInfo crash;
@@ -713,8 +713,10 @@ absl::Status Night::AnalyzeArtifacts(TargetRun& target, const std::string& attem
           {"artifact", file.string()},
           {"minimized", fs::exists(temp + "/input.min", ec) ? "input.min" : ""},
           {"reproduce", reproduce},
-          {"replay_without_sanitizers", "build/fuzz/" + name + "_replay " + kept + "/input"},
-          {"regression", "cp " + kept + "/input corpus/regressions-" + name + "/<what-it-is>"}};
+          {"replay_without_sanitizers",
+           absl::StrCat("build/fuzz/", name, "_replay ", kept, "/input")},
+          {"regression",
+           absl::StrCat("cp ", kept, "/input corpus/regressions-", name, "/<what-it-is>")}};
       if (absl::Status s = base::WriteFileAtomic(temp + "/finding.json", finding.dump(2) + "\n");
           !s.ok()) {
         return s;

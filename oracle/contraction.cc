@@ -137,7 +137,14 @@ void CopyOut(const Literal& lit, T* out) {
 template <typename T>
 void WidenInts(const Literal& lit, uint64_t* out) {
   const absl::Span<const T> data = lit.data<T>();
-  for (size_t i = 0; i < data.size(); ++i) out[i] = static_cast<uint64_t>(data[i]);
+  for (size_t i = 0; i < data.size(); ++i) {
+    if constexpr (std::is_signed_v<T>) {
+      // Sign-extended on purpose (as GetInt64 does for the sub-byte types): two's complement.
+      out[i] = static_cast<uint64_t>(static_cast<int64_t>(data[i]));
+    } else {
+      out[i] = static_cast<uint64_t>(data[i]);
+    }
+  }
 }
 
 // Row-major values of `lit` (whose type has compute type C) as C.

@@ -135,7 +135,11 @@ absl::StatusOr<std::vector<Literal>> Engine::Run(std::vector<std::vector<Literal
   out.reserve(results->size());
   for (ValueRef& value : *results) {
     // The last holder of a value may take it; shared values are copied.
-    out.push_back(value.use_count() == 1 ? std::move(const_cast<Literal&>(*value)) : *value);
+    if (value.use_count() == 1) {
+      out.push_back(std::move(const_cast<Literal&>(*value)));
+    } else {
+      out.push_back(*value);
+    }
   }
   return out;
 }

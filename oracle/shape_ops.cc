@@ -122,7 +122,8 @@ void CopyTiled(uint8_t* dst, int64_t dst_a, int64_t dst_b, const uint8_t* src, i
 
 // dst[sum_d i_d * dst_stride_d] = src[sum_d i_d * src_stride_d] for every index i of `dims`
 // (outermost first). Destination positions must be distinct.
-void StridedCopy(uint8_t* dst, const uint8_t* src, int64_t width, std::vector<CopyDim> dims) {
+void StridedCopy(uint8_t* dst, const uint8_t* src, int64_t width,
+                 const std::vector<CopyDim>& dims) {
   for (const CopyDim& d : dims) {
     if (d.size <= 0) return;
   }
@@ -325,11 +326,12 @@ Literal CopyLiteral(const Literal& literal) { return literal; }
 
 #define SHAPE_OPS_CONCAT_INNER(a, b) a##b
 #define SHAPE_OPS_CONCAT(a, b) SHAPE_OPS_CONCAT_INNER(a, b)
+// `lhs` is a declaration (`Literal result`), which parentheses would not compile: hence the NOLINT.
 #define SHAPE_OPS_ASSIGN_OR_RETURN(lhs, expr)                  \
   auto SHAPE_OPS_CONCAT(spmdcheck_or_, __LINE__) = (expr);     \
   if (!SHAPE_OPS_CONCAT(spmdcheck_or_, __LINE__).ok())         \
     return SHAPE_OPS_CONCAT(spmdcheck_or_, __LINE__).status(); \
-  lhs = *std::move(SHAPE_OPS_CONCAT(spmdcheck_or_, __LINE__))
+  lhs = *std::move(SHAPE_OPS_CONCAT(spmdcheck_or_, __LINE__))  // NOLINT(bugprone-macro-parentheses)
 
 // ---------------------------------------------------------------------------------------------
 // broadcast
@@ -846,7 +848,7 @@ absl::StatusOr<Literal> HandlePad(const HloInstruction& instruction,
     src_offset += static_cast<int64_t>(first * in_strides[d]);
   }
   StridedCopy(result.raw_data() + dst_offset * width, operand->raw_data() + src_offset * width,
-              width, std::move(copy));
+              width, copy);
   return result;
 }
 

@@ -13,7 +13,7 @@
 namespace spmdcheck::partitioner {
 namespace {
 
-Shape WithDims(const Shape& like, std::vector<int64_t> dims) {
+Shape WithDims(const Shape& like, const std::vector<int64_t>& dims) {
   return Shape::Array(like.element_type(), dims);
 }
 

@@ -13,6 +13,7 @@
 
 #include <z3++.h>
 
+#include <compare>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -31,7 +32,14 @@ namespace spmdcheck::smt {
 struct SourceElement {
   int64_t input = 0;
   std::vector<int64_t> index;
-  auto operator<=>(const SourceElement&) const = default;
+  bool operator==(const SourceElement&) const = default;
+  // Member by member, as a defaulted <=> would; written out because clang-tidy 14 takes the 0
+  // that a defaulted <=> compares each member's ordering with for a null pointer
+  // (modernize-use-nullptr, llvm-project#53961).
+  std::strong_ordering operator<=>(const SourceElement& other) const {
+    if (input != other.input) return input <=> other.input;
+    return index <=> other.index;
+  }
 };
 
 // What a device holds at one position: sum of coefficient * element, plus a constant.

@@ -63,7 +63,8 @@ class Query {
   std::string Reason() { return Z3UnknownReason(solver_.reason_unknown()); }
 
  private:
-  Query(z3::context&, z3::solver solver) : solver_(std::move(solver)) {}
+  // z3::solver has no move constructor: a copy shares the underlying Z3 solver (reference count).
+  Query(z3::context&, const z3::solver& solver) : solver_(solver) {}
   z3::solver solver_;
 };
 

@@ -68,7 +68,7 @@ struct RuleText {
 
 class ParseError {
  public:
-  ParseError(std::string path, int line, int col, std::string message)
+  ParseError(absl::string_view path, int line, int col, absl::string_view message)
       : status_(absl::InvalidArgumentError(
             absl::StrCat(base::SourceLocation(path, line, col), ": error: ", message))) {}
   absl::Status status() const { return status_; }
@@ -901,7 +901,7 @@ RuleDef MakeRule(std::shared_ptr<const RuleText> rule, bool parametric) {
       return static_cast<int64_t>(mesh.size()) >= min_rank;
     };
   }
-  def.build = [rule](RuleContext& ctx) {
+  def.build = [rule = std::move(rule)](RuleContext& ctx) {
     // One term per size name, shared by both sides.
     std::map<std::string, Expr> sizes;
     for (const auto& [name, value] : rule->sizes) sizes[name] = ctx.Size(name, value);

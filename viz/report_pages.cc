@@ -87,8 +87,9 @@ std::string DrawCollective(const HloInstruction& instruction, int64_t n, double 
     }
   }
   auto center = [&](int64_t d) {
+    const int64_t row = d / cols;  // Whole rows above device d.
     return std::pair<double, double>{left + (w + gap) * static_cast<double>(d % cols) + w / 2,
-                                     grid_y + (h + gap) * static_cast<double>(d / cols) + h / 2};
+                                     grid_y + (h + gap) * static_cast<double>(row) + h / 2};
   };
   for (int64_t d = 0; d < n; ++d) {
     auto [cx, cy] = center(d);
@@ -158,15 +159,16 @@ std::string WrongDevicesSvg(const std::vector<int64_t>& wrong, int64_t n) {
   }
   std::string body;
   for (int64_t d = 0; d < n; ++d) {
-    const double x = 2 + w * static_cast<double>(d % cols),
-                 y = 2 + h * static_cast<double>(d / cols);
+    const int64_t row = d / cols;  // Whole rows above device d.
+    const double x = 2 + w * static_cast<double>(d % cols), y = 2 + h * static_cast<double>(row);
     absl::StrAppend(
         &body, "<g class=\"device ", is_wrong[d] ? "wrong" : "right", "\" data-device=\"", d,
         "\"><rect x=\"", Num(x), "\" y=\"", Num(y), "\" width=\"", Num(w), "\" height=\"", Num(h),
         "\" fill=\"", is_wrong[d] ? "#e06060" : "#8fd18f", "\"/><text x=\"", Num(x + w / 2),
         "\" y=\"", Num(y + 13), "\" font-size=\"9\" text-anchor=\"middle\">", d, "</text></g>\n");
   }
-  const double height = 4 + h * static_cast<double>((n + cols - 1) / cols);
+  const int64_t rows = (n + cols - 1) / cols;  // Rounded up.
+  const double height = 4 + h * static_cast<double>(rows);
   return absl::StrCat("<svg xmlns=\"http://www.w3.org/2000/svg\" class=\"wrong-devices\" width=\"",
                       Num(4 + w * static_cast<double>(cols)), "\" height=\"", Num(height), "\">\n",
                       body, "</svg>\n");

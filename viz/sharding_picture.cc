@@ -245,11 +245,13 @@ Fragment DeviceRow(const std::vector<int64_t>& devices, absl::string_view captio
   const double w = kPanelWidth / per_row;
   for (size_t i = 0; i < devices.size(); ++i) {
     const double x = kLabelWidth + w * static_cast<double>(i % per_row);
-    const double y = 24 + 40 * static_cast<double>(i / per_row);
+    const size_t row = i / per_row;  // Whole rows above this box.
+    const double y = 24 + 40 * static_cast<double>(row);
     absl::StrAppend(&out.svg, Cell(x, y, w, 36, {devices[i]}, "tile",
                                    absl::StrCat(" data-range=\"", range, "\""), ""));
   }
-  out.height = 30 + 40 * static_cast<double>((devices.size() + per_row - 1) / per_row);
+  const size_t rows = (devices.size() + per_row - 1) / per_row;  // Rounded up.
+  out.height = 30 + 40 * static_cast<double>(rows);
   return out;
 }
 
