@@ -15,7 +15,7 @@
 #include "ir/hlo_printer.h"
 #include "nlohmann/json.hpp"
 #include "oracle/inputs.h"
-#include "target/xla_partitioner.h"
+#include "target/partitioner_under_test.h"
 #include "target/xla_worker.h"
 
 namespace spmdcheck::check {
@@ -24,7 +24,6 @@ using target::EncodeArray;
 using target::PartitionerUnderTest;
 using target::PartitionOutput;
 using target::PartitionStatus;
-using target::XlaPartitioner;
 namespace {
 
 constexpr char kTemplate[] =
@@ -177,7 +176,7 @@ absl::StatusOr<ReproScript> MakeReproScript(const HloModule& global,
   script.inputs =
       oracle::TrialInputs(global, request.seed, request.trial, oracle::InputStyle::kSmallIntegers);
   const std::string spec = partitioner.spec();
-  if (auto* xla = dynamic_cast<XlaPartitioner*>(&partitioner)) {
+  if (target::JaxReproducible* xla = partitioner.jax_reproducible()) {
     script.mode = xla->shardy() ? ReproMode::kShardy : ReproMode::kGspmd;
     if (xla->shardy()) {
       absl::StatusOr<std::string> mlir = xla->StableHloText(global, script.num_partitions);

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "target/partitioner_under_test.h"
 
 namespace spmdcheck::check {
 namespace {
@@ -248,14 +249,14 @@ std::string SanitizedName(const std::string& text) {
 }
 
 std::string SignaturePrefix(const std::string& spec) {
-  return spec == "reference" ? "" : SanitizedName(spec);
+  return target::IsReferenceSpec(spec) ? "" : SanitizedName(spec);
 }
 
 FailureSignature SignatureOf(const std::string& spec, const CheckOutcome& outcome,
                              const HloModule& program) {
   FailureSignature signature;
   signature.claim = true;
-  const bool ours = spec == "reference";
+  const bool ours = target::IsReferenceSpec(spec);
   std::string kind;
   switch (outcome.status) {
     case CheckStatus::kHolds:

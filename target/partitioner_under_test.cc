@@ -239,4 +239,6 @@ absl::StatusOr<std::unique_ptr<PartitionerUnderTest>> MakePartitioner(
   return std::make_unique<CommandPartitioner>(parsed->name.substr(4), options);
 }
 
+bool IsReferenceSpec(absl::string_view spec) { return spec == kDefaultPartitionerSpec; }
+
 }  // namespace spmdcheck::target

@@ -123,6 +123,21 @@ class PassDumping {
   virtual void set_dump_passes(bool on) = 0;
 };
 
+// An optional capability: XLA driven through jaxlib, whose findings a standalone jax script
+// reproduces (check/repro_script.h).
+class JaxReproducible {
+ public:
+  virtual ~JaxReproducible() = default;
+  // Partitions with Shardy (else GSPMD).
+  virtual bool shardy() const = 0;
+  // The StableHLO text XLA compiles for `global` (Shardy: with its shardings imported as sdy
+  // shardings).
+  virtual absl::StatusOr<std::string> StableHloText(const HloModule& global,
+                                                    int64_t num_partitions) = 0;
+  // "jax 0.12.0.1, jaxlib 0.12.0.1" once its worker started; empty before.
+  virtual std::string versions() const = 0;
+};
+
 class PartitionerUnderTest {
  public:
   virtual ~PartitionerUnderTest() = default;
@@ -137,6 +152,8 @@ class PartitionerUnderTest {
   virtual PartitionerCapabilities capabilities() const { return {}; }
   // Null when it cannot dump its passes.
   virtual PassDumping* pass_dumping() { return nullptr; }
+  // Null when no jax script can reproduce its findings.
+  virtual JaxReproducible* jax_reproducible() { return nullptr; }
   // Errors only for misuse (a module without an entry); every way the partitioner itself can
   // fail is a PartitionOutput status.
   virtual absl::StatusOr<PartitionOutput> Partition(const HloModule& global,
@@ -182,6 +199,9 @@ struct TargetOptions {
 
 // The spec the CLI uses when none is given: spmdcheck's own partitioner.
 inline constexpr char kDefaultPartitionerSpec[] = "reference";
+// Whether `spec` (PartitionerUnderTest::spec()) is spmdcheck's own partitioner: its signatures
+// carry no partitioner prefix and name the op its step claims localise (check/signature.h).
+bool IsReferenceSpec(absl::string_view spec);
 
 // One spec taken apart: `reference+bug=NAME` is {"reference", "NAME"}; `cmd:` specs are taken
 // whole (their command may hold anything).

@@ -21,13 +21,14 @@ std::shared_ptr<XlaWorker> MakeXlaWorker(const TargetOptions& options);
 
 class XlaExecutable;  // xla_partitioner.cc: an executable in the worker.
 
-class XlaPartitioner : public PartitionerUnderTest, public PassDumping {
+class XlaPartitioner : public PartitionerUnderTest, public PassDumping, public JaxReproducible {
  public:
   XlaPartitioner(std::string spec, std::shared_ptr<XlaWorker> worker, const TargetOptions& options);
   std::string spec() const override { return spec_; }
   static PartitionerCapabilities Capabilities(bool shardy);
   PartitionerCapabilities capabilities() const override { return Capabilities(shardy_); }
   PassDumping* pass_dumping() override { return this; }
+  JaxReproducible* jax_reproducible() override { return this; }
   absl::StatusOr<PartitionOutput> Partition(const HloModule& global,
                                             int64_t num_partitions) override;
   absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
@@ -47,12 +48,13 @@ class XlaPartitioner : public PartitionerUnderTest, public PassDumping {
                                                               const std::string& name) override;
   // The StableHLO text XLA compiles for `global` (Shardy: with its shardings imported as sdy
   // shardings), for standalone repros.
-  absl::StatusOr<std::string> StableHloText(const HloModule& global, int64_t num_partitions);
-  bool shardy() const { return shardy_; }
+  absl::StatusOr<std::string> StableHloText(const HloModule& global,
+                                            int64_t num_partitions) override;
+  bool shardy() const override { return shardy_; }
   // Dump every pass's output into PartitionOutput::pass_dumps (slower: for pass bisection).
   void set_dump_passes(bool on) override { dump_passes_ = on; }
   // "jax 0.10.2, jaxlib 0.10.2" once the worker started.
-  std::string versions() const { return worker_->versions(); }
+  std::string versions() const override { return worker_->versions(); }
 
  private:
   // HLO text for the worker: named-mesh shardings kept when its jaxlib reads them.
