@@ -408,8 +408,10 @@ class Campaign {
   }
 
   // Records a failing case; returns the slot of a new signature to reduce and write, or -1.
+  // `module` (the case's module, or null) decides known findings with guarded signatures.
   int64_t RecordFailure(const std::string& spec, const FailureSignature& signature,
-                        const std::string& message, int64_t index, uint64_t case_seed);
+                        const std::string& message, int64_t index, uint64_t case_seed,
+                        const HloModule* module);
   // Wasteful: among the partitionings of one case that hold, one partitioner's busiest device
   // receives far more than another's. Returns the seconds spent handing findings over.
   double CompareCorrect(Job& job, const std::vector<Correct>& correct, const HloModule& module,
@@ -520,10 +522,16 @@ bool Campaign::TriageHang(const HangCheck& hang, const std::string& spec, Partit
 }
 
 int64_t Campaign::RecordFailure(const std::string& spec, const FailureSignature& signature,
-                                const std::string& message, int64_t index, uint64_t case_seed) {
+                                const std::string& message, int64_t index, uint64_t case_seed,
+                                const HloModule* module) {
+  // A guarded known finding splits a signature: the cases its guard holds for are counted as
+  // it, the others stay a finding of their own.
+  const KnownFinding* known = FindKnown(known_, signature.text, module);
+  const std::string known_as = known != nullptr ? known->name : "";
   auto existing =
-      std::find_if(report_.failures.begin(), report_.failures.end(),
-                   [&](const CampaignFailure& f) { return f.signature == signature.text; });
+      std::find_if(report_.failures.begin(), report_.failures.end(), [&](const CampaignFailure& f) {
+        return f.signature == signature.text && f.known_as == known_as;
+      });
   if (existing != report_.failures.end()) {
     ++existing->count;
     return -1;
@@ -537,7 +545,7 @@ int64_t Campaign::RecordFailure(const std::string& spec, const FailureSignature&
   failure.count = 1;
   failure.seconds_to_find = elapsed();
   failure.message = message;
-  if (const KnownFinding* k = FindKnown(known_, signature.text)) failure.known_as = k->name;
+  failure.known_as = known_as;
   report_.failures.push_back(failure);
   ++report_.progress.findings;
   if (!failure.known_as.empty()) return -1;
@@ -668,7 +676,7 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
   f.path = *written;
   if (cause.has_value() && f.known_as.empty()) {
     f.root_cause = cause->signature;
-    if (const KnownFinding* k = FindKnown(known_, cause->signature)) {
+    if (const KnownFinding* k = FindKnown(known_, cause->signature, cause->module.get())) {
       f.known_as = k->name;
       --report_.progress.new_findings;
     }
@@ -711,7 +719,8 @@ double Campaign::CompareCorrect(Job& job, const std::vector<Correct>& correct,
       int64_t slot = -1;
       {
         std::lock_guard<std::mutex> lock(mu);
-        slot = RecordFailure(more.partitioner->spec(), signature, message, index, case_seed);
+        slot =
+            RecordFailure(more.partitioner->spec(), signature, message, index, case_seed, nullptr);
       }
       if (slot >= 0) {
         const Clock::time_point hand_over_start = Clock::now();
@@ -738,7 +747,7 @@ double Campaign::TakeCostChecks(Job& job, std::vector<CostCheckResult> finished)
           absl::StrCat(check::SignaturePrefix(spec), ".wasteful.", result.cheaper.front().pattern));
       signature.claim = false;
       slot = RecordFailure(spec, signature, result.cheaper.front().message, result.task.case_index,
-                           result.task.case_seed);
+                           result.task.case_seed, nullptr);
     }
     if (slot < 0) continue;
     const Clock::time_point hand_over_start = Clock::now();
@@ -922,7 +931,7 @@ void Campaign::RunJob() {
         ++tally.investigate;
         ++report_.progress.unsupported;
       }
-      const int64_t slot = RecordFailure(spec, signature, message, index, case_seed);
+      const int64_t slot = RecordFailure(spec, signature, message, index, case_seed, &module);
       lock.unlock();
       if (slot >= 0) {
         const Clock::time_point hand_over_start = Clock::now();

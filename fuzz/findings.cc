@@ -1,5 +1,6 @@
 #include "fuzz/findings.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 #include <utility>
@@ -7,9 +8,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/string_view.h"
 #include "base/file.h"
 #include "base/status.h"
 #include "check/signature.h"
+#include "ir/hlo_opcode.h"
 #include "ir/hlo_printer.h"
 
 namespace spmdcheck::fuzz {
@@ -25,6 +28,39 @@ std::vector<std::string> Strings(const nlohmann::json& value) {
 }
 
 std::string OneLine(const std::string& text) { return absl::StrReplaceAll(text, {{"\n", " "}}); }
+
+// `module_has` guards: each entry an opcode name or `custom-call:TARGET`.
+bool ModuleHolds(const HloModule& module, absl::string_view op) {
+  const size_t colon = op.find(':');
+  const absl::string_view opcode = op.substr(0, colon);
+  for (const auto& computation : module.computations()) {
+    for (const auto& instruction : computation->instructions()) {
+      if (HloOpcodeString(instruction->opcode()) != opcode) continue;
+      if (colon == absl::string_view::npos ||
+          instruction->attrs().custom_call_target.value_or("") == op.substr(colon + 1)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+absl::StatusOr<std::vector<KnownFinding::GuardedSignature>> GuardedSignatures(
+    const std::string& path, const std::string& name, const nlohmann::json& value) {
+  std::vector<KnownFinding::GuardedSignature> out;
+  if (value.is_null()) return out;
+  for (const auto& entry : value) {
+    if (!entry.is_object() || !entry.contains("signature") || !entry["signature"].is_string() ||
+        !entry.contains("module_has") || !entry["module_has"].is_array() ||
+        entry["module_has"].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ": ", name,
+          ": a guarded signature needs a \"signature\" and a non-empty \"module_has\" list"));
+    }
+    out.push_back({entry["signature"].get<std::string>(), Strings(entry["module_has"])});
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -48,17 +84,38 @@ absl::StatusOr<std::vector<KnownFinding>> LoadKnownFindings(const std::string& p
     k.jax_versions = Strings(entry.value("jax_versions", nlohmann::json::array()));
     k.status = entry.value("status", "");
     k.upstream = entry.value("upstream", "");
+    absl::StatusOr<std::vector<KnownFinding::GuardedSignature>> guarded =
+        GuardedSignatures(path, k.name, entry.value("guarded_signatures", nlohmann::json()));
+    if (!guarded.ok()) return guarded.status();
+    k.guarded_signatures = *std::move(guarded);
     known.push_back(std::move(k));
   }
   return known;
 }
 
-const KnownFinding* FindKnown(const std::vector<KnownFinding>& known,
-                              const std::string& signature) {
+bool KnownFinding::MatchesUnguarded(const std::string& signature) const {
+  return std::find(signatures.begin(), signatures.end(), signature) != signatures.end();
+}
+
+bool KnownFinding::Matches(const std::string& signature, const HloModule* module) const {
+  if (MatchesUnguarded(signature)) return true;
+  if (module == nullptr) return false;
+  return std::any_of(
+      guarded_signatures.begin(), guarded_signatures.end(), [&](const GuardedSignature& g) {
+        return g.signature == signature &&
+               std::all_of(g.module_has.begin(), g.module_has.end(),
+                           [&](const std::string& op) { return ModuleHolds(*module, op); });
+      });
+}
+
+const KnownFinding* FindKnown(const std::vector<KnownFinding>& known, const std::string& signature,
+                              const HloModule* module) {
+  // A plain signature first: a guarded one is the narrower claim.
   for (const KnownFinding& k : known) {
-    for (const std::string& s : k.signatures) {
-      if (s == signature) return &k;
-    }
+    if (k.MatchesUnguarded(signature)) return &k;
+  }
+  for (const KnownFinding& k : known) {
+    if (k.Matches(signature, module)) return &k;
   }
   return nullptr;
 }

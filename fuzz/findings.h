@@ -28,6 +28,19 @@ namespace spmdcheck::fuzz {
 struct KnownFinding {
   std::string name;  // Its folder in corpus/xla-findings/.
   std::vector<std::string> signatures;
+  // A signature that names this finding only when the module also holds each listed op: an
+  // opcode (`dynamic-update-slice`) or `custom-call:TARGET` (`custom-call:xla.sdy.ShardingGroup`).
+  // For a bug whose symptom shows at an op too common to name it alone (a Shardy miscompile seen
+  // at the custom-call that reshards a manual computation's result).
+  struct GuardedSignature {
+    std::string signature;
+    std::vector<std::string> module_has;
+  };
+  std::vector<GuardedSignature> guarded_signatures;
+
+  // Whether a finding with `signature`, seen on `module` (or null: no guard holds), is this one.
+  bool Matches(const std::string& signature, const HloModule* module) const;
+  bool MatchesUnguarded(const std::string& signature) const;
   std::vector<std::string> jax_versions;  // Where it was seen.
   std::string status;                     // "open", "fixed upstream in ...", ...
   std::string upstream;                   // "openxla/xla#49118", or "not found upstream".
@@ -35,8 +48,10 @@ struct KnownFinding {
 
 // Reads known.json; NotFound when the file is absent, InvalidArgument when malformed.
 absl::StatusOr<std::vector<KnownFinding>> LoadKnownFindings(const std::string& path);
-// The known finding with this signature, or null.
-const KnownFinding* FindKnown(const std::vector<KnownFinding>& known, const std::string& signature);
+// The known finding with this signature, or null. A guarded signature matches only when `module`
+// (the module the finding was seen on) is given and holds every op its guard lists.
+const KnownFinding* FindKnown(const std::vector<KnownFinding>& known, const std::string& signature,
+                              const HloModule* module = nullptr);
 
 // Whether a finding also shows under another jaxlib (another virtual environment).
 using check::VersionCheck;  // check/version_matrix.h

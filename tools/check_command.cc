@@ -255,8 +255,7 @@ int Report(const HloModule& global, const check::CheckOutcome& o, bool in_proces
     std::vector<std::string> matches;
     if (known.ok()) {
       for (const fuzz::KnownFinding& k : *known) {
-        if (std::find(k.signatures.begin(), k.signatures.end(), signature.text) !=
-            k.signatures.end()) {
+        if (k.Matches(signature.text, &global)) {
           matches.push_back(absl::StrCat(k.name, " (", k.status, ", ", k.upstream, ")"));
         }
       }
