@@ -2,18 +2,23 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <sstream>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "base/file.h"
 #include "base/status.h"
 #include "check/signature.h"
 #include "ir/hlo_opcode.h"
 #include "ir/hlo_printer.h"
+#include "ir/literal.h"
+#include "ir/primitive_type.h"
 
 namespace spmdcheck::fuzz {
 namespace {
@@ -29,8 +34,59 @@ std::vector<std::string> Strings(const nlohmann::json& value) {
 
 std::string OneLine(const std::string& text) { return absl::StrReplaceAll(text, {{"\n", " "}}); }
 
-// `module_has` guards: each entry an opcode name or `custom-call:TARGET`.
+// A dynamic-slice or dynamic-update-slice start that is a constant of an unsigned type above
+// INT32_MAX: XLA reads such a start as negative (constant-u32-slice-start-read-signed).
+bool HasUnsignedStartOverInt32Max(const HloInstruction& instruction) {
+  const int64_t first_start = instruction.opcode() == HloOpcode::kDynamicSlice         ? 1
+                              : instruction.opcode() == HloOpcode::kDynamicUpdateSlice ? 2
+                                                                                       : -1;
+  if (first_start < 0) return false;
+  for (int64_t i = first_start; i < instruction.operand_count(); ++i) {
+    const HloInstruction& start = *instruction.operand(i);
+    if (start.opcode() != HloOpcode::kConstant || !start.literal().has_value()) continue;
+    const Literal& value = *start.literal();
+    if (!start.shape().IsArray() || !IsUnsignedIntegralType(start.shape().element_type()) ||
+        value.elided() || value.element_count() != 1) {
+      continue;
+    }
+    if (value.GetUint64(0) > static_cast<uint64_t>(std::numeric_limits<int32_t>::max())) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Named triggers a guard can ask for (`trigger:NAME`): properties of one instruction that an
+// opcode list cannot say.
+bool HoldsTrigger(const HloInstruction& instruction, absl::string_view name) {
+  if (name == "unsigned-slice-start-over-int32-max") {
+    return HasUnsignedStartOverInt32Max(instruction);
+  }
+  return false;
+}
+
+bool IsKnownTrigger(absl::string_view name) {
+  return name == "unsigned-slice-start-over-int32-max";
+}
+
+// `KIND.*` matches every op of that kind; anything else only itself.
+bool GuardedSignatureMatches(absl::string_view pattern, absl::string_view signature) {
+  if (absl::EndsWith(pattern, ".*")) {
+    return absl::StartsWith(signature, pattern.substr(0, pattern.size() - 1));
+  }
+  return pattern == signature;
+}
+
+// `module_has` guards: each entry an opcode name, `custom-call:TARGET` or `trigger:NAME`.
 bool ModuleHolds(const HloModule& module, absl::string_view op) {
+  if (absl::ConsumePrefix(&op, "trigger:")) {
+    for (const auto& computation : module.computations()) {
+      for (const auto& instruction : computation->instructions()) {
+        if (HoldsTrigger(*instruction, op)) return true;
+      }
+    }
+    return false;
+  }
   const size_t colon = op.find(':');
   const absl::string_view opcode = op.substr(0, colon);
   for (const auto& computation : module.computations()) {
@@ -57,7 +113,15 @@ absl::StatusOr<std::vector<KnownFinding::GuardedSignature>> GuardedSignatures(
           path, ": ", name,
           ": a guarded signature needs a \"signature\" and a non-empty \"module_has\" list"));
     }
-    out.push_back({entry["signature"].get<std::string>(), Strings(entry["module_has"])});
+    KnownFinding::GuardedSignature guarded{entry["signature"].get<std::string>(),
+                                           Strings(entry["module_has"])};
+    for (absl::string_view op : guarded.module_has) {
+      if (absl::ConsumePrefix(&op, "trigger:") && !IsKnownTrigger(op)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ": ", name, ": unknown trigger '", op, "'"));
+      }
+    }
+    out.push_back(std::move(guarded));
   }
   return out;
 }
@@ -102,7 +166,7 @@ bool KnownFinding::Matches(const std::string& signature, const HloModule* module
   if (module == nullptr) return false;
   return std::any_of(
       guarded_signatures.begin(), guarded_signatures.end(), [&](const GuardedSignature& g) {
-        return g.signature == signature &&
+        return GuardedSignatureMatches(g.signature, signature) &&
                std::all_of(g.module_has.begin(), g.module_has.end(),
                            [&](const std::string& op) { return ModuleHolds(*module, op); });
       });

@@ -29,9 +29,13 @@ struct KnownFinding {
   std::string name;  // Its folder in corpus/xla-findings/.
   std::vector<std::string> signatures;
   // A signature that names this finding only when the module also holds each listed op: an
-  // opcode (`dynamic-update-slice`) or `custom-call:TARGET` (`custom-call:xla.sdy.ShardingGroup`).
-  // For a bug whose symptom shows at an op too common to name it alone (a Shardy miscompile seen
-  // at the custom-call that reshards a manual computation's result).
+  // opcode (`dynamic-update-slice`), `custom-call:TARGET` (`custom-call:xla.sdy.ShardingGroup`)
+  // or `trigger:NAME`, a property of one instruction
+  // (`trigger:unsigned-slice-start-over-int32-max`: a dynamic-(update-)slice start that is an
+  // unsigned constant above INT32_MAX). A signature ending in `.*` matches any op
+  // (`xla.oracle-disagrees.*`), for a cause whose symptom shows at whatever op consumes the wrong
+  // value. For a bug whose symptom shows at an op too common to name it alone (a Shardy miscompile
+  // seen at the custom-call that reshards a manual computation's result).
   struct GuardedSignature {
     std::string signature;
     std::vector<std::string> module_has;

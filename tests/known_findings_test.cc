@@ -90,8 +90,49 @@ TEST(KnownFindings, AGuardWithoutOpsIsRejected) {
   EXPECT_THAT(known.status().message(), HasSubstr("non-empty \"module_has\""));
 }
 
-// The project's own file loads, and the Shardy miscompile a 10-minute campaign found (seed 105,
-// a sharding group with a manual computation's open out sharding) is counted as the known one.
+constexpr char kU32Start[] = R"({"findings": [
+  {"name": "u32-start", "signatures": [],
+   "guarded_signatures": [{"signature": "xla.oracle-disagrees.*",
+                           "module_has": ["trigger:unsigned-slice-start-over-int32-max"]}]}]})";
+
+std::string SliceModule(const std::string& start_type, const std::string& start) {
+  return "HloModule m, num_partitions=2\nENTRY e {\n  p = f32[5] parameter(0)\n  c = " +
+         start_type + "[] constant(" + start +
+         ")\n  d = f32[2] dynamic-slice(p, c), dynamic_slice_sizes={2}\n"
+         "  ROOT t = (f32[2]) tuple(d)\n}\n";
+}
+
+TEST(KnownFindings, ATriggerNamesAPropertyOfOneInstructionAndAWildcardAnyOp) {
+  absl::StatusOr<std::vector<KnownFinding>> known = LoadKnownFindings(WriteTemp("u32", kU32Start));
+  ASSERT_TRUE(known.ok()) << known.status();
+  const std::unique_ptr<HloModule> over = Parse(SliceModule("u32", "4294967294"));
+  const std::unique_ptr<HloModule> at_max = Parse(SliceModule("u32", "2147483647"));
+  const std::unique_ptr<HloModule> signed_start = Parse(SliceModule("s64", "4294967294"));
+  ASSERT_NE(over, nullptr);
+  ASSERT_NE(at_max, nullptr);
+  ASSERT_NE(signed_start, nullptr);
+  for (const std::string op : {"tuple", "dynamic-slice", "maximum"}) {
+    const KnownFinding* k = FindKnown(*known, "xla.oracle-disagrees." + op, over.get());
+    ASSERT_NE(k, nullptr) << op;
+    EXPECT_EQ(k->name, "u32-start");
+  }
+  EXPECT_EQ(FindKnown(*known, "xla.oracle-disagrees.tuple", at_max.get()), nullptr);
+  EXPECT_EQ(FindKnown(*known, "xla.oracle-disagrees.tuple", signed_start.get()), nullptr);
+  EXPECT_EQ(FindKnown(*known, "shardy.oracle-disagrees.tuple", over.get()), nullptr);
+  EXPECT_EQ(FindKnown(*known, "xla.miscompile.tuple", over.get()), nullptr);
+}
+
+TEST(KnownFindings, AnUnknownTriggerIsRejected) {
+  absl::StatusOr<std::vector<KnownFinding>> known = LoadKnownFindings(WriteTemp("trigger", R"({
+    "findings": [{"name": "x", "signatures": [],
+                  "guarded_signatures": [{"signature": "a.b.c", "module_has": ["trigger:nope"]}]}]})"));
+  ASSERT_FALSE(known.ok());
+  EXPECT_THAT(known.status().message(), HasSubstr("unknown trigger 'nope'"));
+}
+
+// The project's own file loads, and what 10-minute campaigns found is counted as known: the Shardy
+// miscompile of seed 105 (a sharding group with a manual computation's open out sharding) and the
+// oracle disagreements of seeds 103-106 (a constant u32 slice start above INT32_MAX).
 TEST(KnownFindings, TheProjectsKnownFileNamesTheShardingGroupMiscompile) {
   const std::string path = test_support::SourcePath("corpus/xla-findings/known.json");
   absl::StatusOr<std::vector<KnownFinding>> known = LoadKnownFindings(path);
@@ -101,6 +142,11 @@ TEST(KnownFindings, TheProjectsKnownFileNamesTheShardingGroupMiscompile) {
   const KnownFinding* k = FindKnown(*known, "shardy.miscompile.custom-call", both.get());
   ASSERT_NE(k, nullptr);
   EXPECT_EQ(k->name, "shardy-sharding-group-manual-out-sharding");
+  const std::unique_ptr<HloModule> u32_start = Parse(SliceModule("u32", "4294967295"));
+  ASSERT_NE(u32_start, nullptr);
+  k = FindKnown(*known, "shardy.oracle-disagrees.maximum", u32_start.get());
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->name, "constant-u32-slice-start-read-signed");
 }
 
 }  // namespace
