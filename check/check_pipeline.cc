@@ -151,6 +151,8 @@ const char* FindingName(Finding finding) {
       return "reads-input-padding";
     case Finding::kSingleDeviceSuspect:
       return "single-device run suspect";
+    case Finding::kRoundTripChangesMeaning:
+      return "round-trip-changes-meaning";
   }
   return "";
 }

@@ -86,6 +86,10 @@ enum class Finding {
   // sharded run: XLA's single-device compile (code generation, buffer sharing) is the suspect,
   // not the partitioner.
   kSingleDeviceSuspect,
+  // XLA's HLO -> StableHLO -> HLO route changed what the program computes (our interpreter
+  // gives the module as sent and as XLA received it different values): the partitioned module
+  // was judged against another program, so no `holds` stands.
+  kRoundTripChangesMeaning,
 };
 const char* FindingName(Finding finding);
 
@@ -121,7 +125,7 @@ struct CheaperChain {
 // judge, its time. `ran` is false when it could not run at all (the oracle refused the program,
 // XLA's executables not run under --no-execute).
 struct JudgeRecord {
-  // `oracle`, `xla-end-to-end`, `interpreter-vs-xla`, `lint`, `smt-proofs`.
+  // `oracle`, `round-trip`, `xla-end-to-end`, `interpreter-vs-xla`, `lint`, `smt-proofs`.
   std::string judge;
   Verdict verdict = Verdict::kUnknown;
   std::string detail;

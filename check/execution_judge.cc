@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "check/judges.h"
 #include "oracle/engine.h"
+#include "oracle/global_run.h"
 #include "oracle/inputs.h"
 #include "oracle/sharded_values.h"
 
@@ -18,29 +19,6 @@ namespace spmdcheck::check {
 
 using target::PartitionerUnderTest;
 using target::PartitionOutput;
-namespace {
-
-bool HasManualRegions(const HloModule& module) {
-  for (const auto& c : module.computations()) {
-    for (const auto& i : c->instructions()) {
-      if (i->opcode() == HloOpcode::kCustomCall &&
-          i->attrs().custom_call_target.value_or("") == "SPMDFullToShardShape") {
-        return true;
-      }
-    }
-  }
-  return false;
-}
-
-std::vector<const Literal*> Leaves(const Literal& literal) {
-  if (!literal.shape().IsTuple()) return {&literal};
-  std::vector<const Literal*> out;
-  for (const Literal& e : literal.tuple_elements()) {
-    std::vector<const Literal*> inner = Leaves(e);
-    out.insert(out.end(), inner.begin(), inner.end());
-  }
-  return out;
-}
 
 // Tolerance between two executions of the same program (different compiles, or our interpreter
 // against XLA's): integers exact; floats within 64 units in the last place of their type, since
@@ -80,6 +58,8 @@ std::string MismatchText(const oracle::ElementMismatch& m) {
                       absl::StrJoin(m.global_index, ","), "]: expected ", m.expected, ", got ",
                       m.actual);
 }
+
+namespace {
 
 // A device's output of XLA's sharded executable whose shape is not its shard's under the
 // output sharding XLA itself reports (an array leaf, tiled or replicated): what is wrong, else
@@ -158,7 +138,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
       const auto interpreter_start = std::chrono::steady_clock::now();
       // A global program with manual regions is SPMD inside them: it runs on every device
       // with whole inputs, and device 0 holds the global result (as the oracle runs it).
-      const int64_t interpreter_devices = HasManualRegions(sent) ? n : 1;
+      const int64_t interpreter_devices = oracle::HasManualRegions(sent) ? n : 1;
       engine_options.num_partitions = interpreter_devices;
       oracle::Engine engine(sent, engine_options);
       absl::StatusOr<std::vector<Literal>> ours = engine.Run(
@@ -169,7 +149,7 @@ Executions RunExecutions(PartitionerUnderTest& partitioner, const PartitionOutpu
       if (!ours.ok()) {
         result.interpreter.detail = absl::StrCat("our interpreter: ", ours.status().message());
       } else {
-        std::vector<const Literal*> leaves = Leaves((*ours)[0]);
+        std::vector<const Literal*> leaves = oracle::LiteralLeaves((*ours)[0]);
         for (const Literal* leaf : leaves) ours_leaves.push_back(*leaf);
         std::optional<std::string> mismatch;
         if (leaves.size() != single->size()) {

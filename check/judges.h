@@ -8,6 +8,10 @@
 // Registered, in order:
 //  * oracle: our N-device interpreter runs the partitioned program against the global one
 //    (exact collectives, poisoned padding, localisation of the first divergence);
+//  * round-trip: when the partitioner received another module than the one sent (XLA's
+//    HLO -> StableHLO -> HLO route), our interpreter runs both on the same inputs; different
+//    values mean the partitioned module was judged against another program, and the policy
+//    lets no `holds` stand over it (round-trip-changes-meaning);
 //  * xla-executions: the partitioner's own executables (XLA's sharded executable against its
 //    one-device run of the global program: "xla-end-to-end") and our interpreter against that
 //    one-device run ("interpreter-vs-xla"); applies when the partitioner has executables and
@@ -30,7 +34,9 @@
 #include "absl/types/span.h"
 #include "check/check_pipeline.h"
 #include "ir/hlo_module.h"
+#include "ir/primitive_type.h"
 #include "ir/sharding.h"
+#include "oracle/sharded_values.h"
 #include "target/partitioner_under_test.h"
 
 namespace spmdcheck::check {
@@ -109,6 +115,14 @@ std::vector<int64_t> ExecutionTrialOrder(int64_t trials, int64_t oracle_failing_
 
 // The sharding of each array leaf of `shape` under `sharding` (a tuple sharding's elements).
 std::vector<HloSharding> LeafShardings(const HloSharding& sharding, const Shape& shape);
+
+// Tolerance between two executions of the same program (two compiles, our interpreter against
+// XLA's, or our interpreter on two forms of one program): integers exact; floats within 64 units
+// in the last place of their type.
+oracle::Tolerance ExecutionTolerance(PrimitiveType type);
+
+// `[output {L} ]at [i,j]: expected E, got A`.
+std::string MismatchText(const oracle::ElementMismatch& m);
 
 // The record of judge `name` in `outcome`, or null.
 const JudgeRecord* FindJudgeRecord(const CheckOutcome& outcome, absl::string_view name);

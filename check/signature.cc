@@ -288,6 +288,8 @@ FailureSignature SignatureOf(const std::string& spec, const CheckOutcome& outcom
         kind = "oracle-only." + RootCauseOrWhere(outcome, program, ours);
       } else if (outcome.finding == Finding::kOracleDisagrees) {
         kind = "oracle-disagrees." + RootCauseOrWhere(outcome, program, ours);
+      } else if (outcome.finding == Finding::kRoundTripChangesMeaning) {
+        kind = "round-trip-changes-meaning." + RootCauseOrWhere(outcome, program, ours);
       } else if (outcome.finding == Finding::kReadsInputPadding) {
         kind = "reads-input-padding." + RootCauseOrWhere(outcome, program, ours);
       } else {

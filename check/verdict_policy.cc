@@ -6,16 +6,18 @@
 
 namespace spmdcheck::check {
 
-// Defined next to each judge (check/oracle_judge.cc, check/execution_judge.cc,
-// check/lint_judge.cc, check/proof_judge.cc).
+// Defined next to each judge (check/oracle_judge.cc, check/round_trip_judge.cc,
+// check/execution_judge.cc, check/lint_judge.cc, check/proof_judge.cc).
 const Judge& OracleJudgeInstance();
 const Judge& XlaExecutionsJudgeInstance();
 const Judge& LintJudgeInstance();
 const Judge& SmtProofsJudgeInstance();
+const Judge& RoundTripJudgeInstance();
 
 absl::Span<const Judge* const> Judges() {
-  static const Judge* const kJudges[] = {&OracleJudgeInstance(), &XlaExecutionsJudgeInstance(),
-                                         &LintJudgeInstance(), &SmtProofsJudgeInstance()};
+  static const Judge* const kJudges[] = {&OracleJudgeInstance(), &RoundTripJudgeInstance(),
+                                         &XlaExecutionsJudgeInstance(), &LintJudgeInstance(),
+                                         &SmtProofsJudgeInstance()};
   return kJudges;
 }
 
@@ -45,6 +47,8 @@ struct Evidence {
   bool executed = false;
   const ExecutionCheck* end_to_end = nullptr;
   const ExecutionCheck* interpreter = nullptr;
+  // The round-trip judge's record (null when the partitioner received the module as sent).
+  const JudgeRecord* round_trip = nullptr;
 };
 
 // One row of the policy: when it applies, the outcome it decides. Rows are tried in order; the
@@ -59,6 +63,15 @@ void Decide(CheckOutcome& outcome, CheckStatus status, Finding finding, std::str
   outcome.status = status;
   outcome.finding = finding;
   outcome.message = std::move(message);
+}
+
+// The outcome when the module the partitioner received computes other values than the one sent.
+void DecideRoundTripChangesMeaning(const JudgeRecord& round_trip, CheckOutcome& o) {
+  Decide(o, CheckStatus::kUnsupported, Finding::kRoundTripChangesMeaning,
+         absl::StrCat("round-trip-changes-meaning: the module XLA received computes other values "
+                      "than the one sent (",
+                      round_trip.detail,
+                      "), so the partitioned module was judged against another program"));
 }
 
 constexpr PolicyRule kRules[] = {
@@ -119,6 +132,13 @@ constexpr PolicyRule kRules[] = {
                            "): whether XLA may rely on the padding of uneven input shards is not "
                            "a contract spmdcheck knows, so this is no bug claim"));
      }},
+    // What XLA received is not what was sent (our interpreter tells them apart): that explains
+    // a disagreement with XLA on the global program, and no `holds` stands over it.
+    {"round-trip-changes-meaning",
+     [](const Evidence& e) {
+       return e.round_trip != nullptr && e.round_trip->verdict == Verdict::kFails;
+     },
+     [](const Evidence& e, CheckOutcome& o) { DecideRoundTripChangesMeaning(*e.round_trip, o); }},
     // Our interpreter and XLA disagree on the global program: the oracle cannot be trusted.
     {"oracle-disagrees",
      [](const Evidence& e) { return e.interpreter->verdict == Verdict::kFails; },
@@ -160,12 +180,26 @@ constexpr PolicyRule kRules[] = {
      }},
 };
 
-// The judges that do not compare values decide nothing of their own; after the rules:
+// The judges the rules do not read, after them: round-trip (below), and those that do not
+// compare values, which decide nothing of their own:
 //  * lint: a proved cheaper chain is a cost (a wasteful finding), never a miscompile: a note;
 //  * smt-proofs: a refuted collective is a proof against the partitioning, so the status never
 //    holds over it (unknown, `proof-disagrees`, for the oracle's and the proof's owners to
 //    settle); with a fail it is a note. Their unknowns change nothing.
-void ApplyCostAndProofJudges(CheckOutcome& outcome) {
+void ApplyJudgesAfterTheRules(CheckOutcome& outcome) {
+  // round-trip: the route to the partitioner changed the program's values, so what was judged
+  // is not the user's program: no `holds` over it (unknown, to investigate); with any other
+  // status, a note.
+  if (const JudgeRecord* route = FindJudgeRecord(outcome, "round-trip");
+      route != nullptr && route->verdict == Verdict::kFails &&
+      outcome.finding != Finding::kRoundTripChangesMeaning) {
+    if (outcome.status == CheckStatus::kHolds) {
+      DecideRoundTripChangesMeaning(*route, outcome);
+    } else {
+      outcome.notes.push_back(absl::StrCat(
+          "the module XLA received computes other values than the one sent: ", route->detail));
+    }
+  }
   if (const JudgeRecord* lint = FindJudgeRecord(outcome, "lint");
       lint != nullptr && lint->verdict == Verdict::kFails) {
     outcome.notes.push_back(absl::StrCat("lint (a cost, not a miscompile): ", lint->detail));
@@ -190,6 +224,7 @@ void ApplyVerdictPolicy(CheckOutcome& outcome) {
     evidence.oracle = oracle->verdict;
     evidence.oracle_message = oracle->detail;
   }
+  evidence.round_trip = FindJudgeRecord(outcome, "round-trip");
   const JudgeRecord* executions = FindJudgeRecord(outcome, "xla-end-to-end");
   evidence.has_executables = executions != nullptr;
   evidence.executed = executions != nullptr && executions->ran;
@@ -203,7 +238,7 @@ void ApplyVerdictPolicy(CheckOutcome& outcome) {
       break;
     }
   }
-  ApplyCostAndProofJudges(outcome);
+  ApplyJudgesAfterTheRules(outcome);
 }
 
 }  // namespace spmdcheck::check

@@ -19,6 +19,7 @@
 #include "oracle/element_type_dispatch.h"
 #include "oracle/engine.h"
 #include "oracle/float_widening.h"
+#include "oracle/global_run.h"
 #include "oracle/inputs.h"
 #include "oracle/kernel_util.h"
 
@@ -396,20 +397,6 @@ bool HasManualInterface(const HloModule& m) {
     if (!manual(p)) return false;
   }
   return manual(m.entry()->root());
-}
-
-// Whether a program has manual regions (SPMDFullToShardShape ... SPMDShardToFullShape).
-bool HasManualRegions(const HloModule& m) {
-  bool found = false;
-  for (const auto& computation : m.computations()) {
-    for (const auto& instruction : computation->instructions()) {
-      if (instruction->opcode() == HloOpcode::kCustomCall &&
-          instruction->attrs().custom_call_target.value_or("") == "SPMDFullToShardShape") {
-        found = true;
-      }
-    }
-  }
-  return found;
 }
 
 // How CheckEquivalence compares the two programs and feeds them, fixed before the first trial.

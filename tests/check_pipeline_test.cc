@@ -91,23 +91,27 @@ class FakeXla : public PartitionerUnderTest {
  public:
   // `partitioned`: what it says it partitioned to; `runs`: what its executable really runs;
   // `off_by`: all its runs add this to every element (XLA computing differently from us).
-  FakeXla(const char* partitioned, const char* runs, int32_t off_by = 0)
-      : partitioned_(partitioned), runs_(runs), off_by_(off_by) {}
+  // `received`: the module it says it received (XLA's round trip); its single-device run runs
+  // that module, as XLA's does.
+  FakeXla(const char* partitioned, const char* runs, int32_t off_by = 0,
+          const char* received = kGlobal)
+      : partitioned_(partitioned), runs_(runs), off_by_(off_by), received_(received) {}
   std::string spec() const override { return "fake-xla"; }
   bool InvalidOutputIsItsFault() const override { return false; }
   absl::StatusOr<PartitionOutput> Partition(const HloModule& global, int64_t) override {
     PartitionOutput out;
     out.status = PartitionStatus::kOk;
     out.partitioned = Parse(partitioned_);
-    out.received = Parse(kGlobal);
+    out.received = Parse(received_);
     out.parameter_shardings = {*global.entry()->parameters()[0]->sharding()};
     out.output_shardings = {*global.entry()->root()->sharding()};
     out.executable = std::make_shared<InterpretedExecutable>(runs_, off_by_);
     return out;
   }
-  absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& global,
+  absl::StatusOr<std::vector<Literal>> RunGlobal(const HloModule& /*global*/,
                                                  const std::vector<Literal>& args) override {
-    oracle::Engine engine(global, oracle::EngineOptions{});
+    const std::unique_ptr<HloModule> received = Parse(received_);
+    oracle::Engine engine(*received, oracle::EngineOptions{});
     absl::StatusOr<std::vector<Literal>> results = engine.Run({args});
     if (!results.ok()) return results.status();
     Literal value = (*results)[0];
@@ -121,6 +125,7 @@ class FakeXla : public PartitionerUnderTest {
   const char* partitioned_;
   const char* runs_;
   int32_t off_by_;
+  const char* received_;
 };
 
 CheckOutcome Check(PartitionerUnderTest& partitioner) {
@@ -140,13 +145,67 @@ TEST(CheckPipelineVerdicts, HoldsWhenAllThreeAgree) {
   // Every judge of the table left its record, in the table's order.
   std::vector<std::string> judges;
   for (const JudgeRecord& r : o.judges) judges.push_back(r.judge);
-  EXPECT_THAT(judges, testing::ElementsAre("oracle", "xla-end-to-end", "interpreter-vs-xla"));
+  EXPECT_THAT(judges,
+              testing::ElementsAre("oracle", "round-trip", "xla-end-to-end", "interpreter-vs-xla"));
+  EXPECT_EQ(o.judges[1].verdict, Verdict::kHolds) << o.judges[1].detail;
 }
 
-TEST(JudgesTable, OracleFirstThenXlasExecutionsThenLintThenSmtProofs) {
+TEST(JudgesTable, OracleFirstThenRoundTripThenXlasExecutionsThenLintThenSmtProofs) {
   std::vector<std::string> names;
   for (const Judge* judge : Judges()) names.push_back(std::string(judge->name()));
-  EXPECT_THAT(names, testing::ElementsAre("oracle", "xla-executions", "lint", "smt-proofs"));
+  EXPECT_THAT(names,
+              testing::ElementsAre("oracle", "round-trip", "xla-executions", "lint", "smt-proofs"));
+}
+
+// What XLA received computes abs, not the negate that was sent; its partitioning of abs is
+// right, and its single-device run (of what it received) agrees with it. Every comparison made
+// on XLA's side holds, but about another program: no `holds`.
+constexpr char kReceivedAbs[] = R"(HloModule g, num_partitions=2
+
+ENTRY e {
+  p = s32[4] parameter(0), sharding={devices=[2]<=[2]}
+  ROOT n = s32[4] abs(p), sharding={devices=[2]<=[2]}
+}
+)";
+constexpr char kRightAbs[] = R"(HloModule g_spmd, num_partitions=2
+
+ENTRY e {
+  p = s32[2] parameter(0), sharding={devices=[2]<=[2]}
+  ROOT n = s32[2] abs(p)
+}
+)";
+
+TEST(CheckPipelineVerdicts, ARoundTripThatChangesTheValuesIsNeverHolds) {
+  FakeXla xla(kRightAbs, kRightAbs, 0, kReceivedAbs);
+  CheckOutcome o = Check(xla);
+  EXPECT_EQ(o.status, CheckStatus::kUnsupported) << o.message;
+  EXPECT_EQ(o.finding, Finding::kRoundTripChangesMeaning);
+  EXPECT_THAT(o.message, HasSubstr("round-trip-changes-meaning"));
+  EXPECT_THAT(o.message, HasSubstr("expected = the program as sent"));
+  const JudgeRecord* route = FindJudgeRecord(o, "round-trip");
+  ASSERT_NE(route, nullptr);
+  EXPECT_EQ(route->verdict, Verdict::kFails);
+  std::unique_ptr<HloModule> global = Parse(kGlobal);
+  const FailureSignature signature = SignatureOf("fake-xla", o, *global);
+  EXPECT_THAT(signature.text, HasSubstr("fake-xla.round-trip-changes-meaning."));
+  EXPECT_FALSE(signature.claim);
+}
+
+// A fail XLA's execution confirms stays a fail; the changed route is a note.
+TEST(VerdictPolicy, ARoundTripDifferenceUnderAConfirmedFailIsANote) {
+  CheckOutcome o;
+  o.judges = {{"oracle", Verdict::kFails, "device 1 differs", 0, true},
+              {"round-trip", Verdict::kFails, "trial 0: at [1]: expected 2, got -2", 0, true},
+              {"xla-end-to-end", Verdict::kFails, "", 0, true},
+              {"interpreter-vs-xla", Verdict::kHolds, "", 0, true}};
+  o.xla_end_to_end.emplace();
+  o.xla_end_to_end->verdict = Verdict::kFails;
+  o.interpreter_vs_xla.emplace();
+  o.interpreter_vs_xla->verdict = Verdict::kHolds;
+  ApplyVerdictPolicy(o);
+  EXPECT_EQ(o.status, CheckStatus::kFails);
+  EXPECT_EQ(o.finding, Finding::kConfirmedByXla);
+  EXPECT_THAT(o.notes, testing::Contains(HasSubstr("computes other values than the one sent")));
 }
 
 // The policy on records alone: XLA's sharded run wrong only with garbage in the padding of

@@ -37,7 +37,8 @@ _SPEC = {"shardy": "shardy", "gspmd": "xla", "xla": "xla"}
 _NAME = {"shardy": "shardy", "xla": "gspmd", "gspmd": "gspmd"}
 # Outcomes of `spmdcheck check` that have a signature (the rest are plain unknowns).
 _SIGNED_STATUS = ("fails", "crash", "rejected", "timeout")
-_SIGNED_FINDING = ("oracle-only", "oracle-disagrees", "reads-input-padding")
+_SIGNED_FINDING = ("oracle-only", "oracle-disagrees", "reads-input-padding",
+                   "round-trip-changes-meaning")
 
 
 def _ensure_devices(n: int = 8) -> None:
