@@ -639,8 +639,7 @@ void Campaign::HandOver(Job& job, PartitionerUnderTest& partitioner, int64_t slo
                          program.jax_source().empty() ? " (spmdcheck reduce DIR reduces it)" : "");
   if (cause.has_value()) {
     record.root_cause = cause->signature;
-    absl::StrAppend(&record.reduction, "; then the root moved ", cause->steps,
-                    " op(s) down to the op that makes the wrong value: ", cause->signature);
+    absl::StrAppend(&record.reduction, RootCauseNote(*cause));
   }
   FindingWriteOptions write;
   write.out_dir = options_.out_dir;

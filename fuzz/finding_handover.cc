@@ -10,9 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "analysis/cost_model.h"
+#include "check/check_pipeline.h"
 #include "check/pass_bisection.h"
 #include "check/repro_script.h"
 #include "check/signature.h"
+#include "ir/hlo_opcode.h"
 #include "ir/hlo_printer.h"
 #include "oracle/inputs.h"
 
@@ -143,8 +145,10 @@ absl::StatusOr<std::optional<RootCause>> FindRootCause(
     std::chrono::steady_clock::time_point deadline) {
   options.any_op_of_kind = true;
   options.deadline = deadline;
-  absl::StatusOr<DescendResult> descended =
-      DescendRoot(reduced, FindingPredicate(partitioner, signature, check, options), deadline);
+  DescendOptions descend;
+  descend.propagated = PropagatedShardings(partitioner, reduced);
+  absl::StatusOr<DescendResult> descended = DescendRoot(
+      reduced, FindingPredicate(partitioner, signature, check, options), deadline, descend);
   if (!descended.ok()) return descended.status();
   if (descended->steps == 0) return std::optional<RootCause>();
   check::CheckOptions final_check = check;
@@ -152,11 +156,58 @@ absl::StatusOr<std::optional<RootCause>> FindRootCause(
   absl::StatusOr<CheckOutcome> o = CheckPartitioning(*descended->module, partitioner, final_check);
   if (!o.ok()) return o.status();
   RootCause cause;
-  cause.signature = check::SignatureOf(partitioner.spec(), *o, *descended->module).text;
-  if (!IsMiscompileSignature(cause.signature)) return std::optional<RootCause>();
-  cause.module = std::move(descended->module);
+  const std::string checked = check::SignatureOf(partitioner.spec(), *o, *descended->module).text;
+  if (!IsMiscompileSignature(checked)) return std::optional<RootCause>();
+  // The op the root ended at makes the wrong value: none of its operands as the root keeps the
+  // miscompile. The check's signature may name another (the earliest suspect of its first
+  // divergence, an operand's reshard), which is noted.
+  const HloInstruction& root = *descended->module->entry()->root();
+  cause.signature = checked;
+  if (root.opcode() != HloOpcode::kTuple && root.opcode() != HloOpcode::kGetTupleElement) {
+    cause.signature =
+        absl::StrCat(checked.substr(0, checked.rfind('.') + 1),
+                     check::SanitizedName(std::string(HloOpcodeString(root.opcode()))));
+  }
   cause.steps = descended->steps;
+  cause.step_notes = std::move(descended->step_notes);
+  if (cause.signature != checked) {
+    cause.step_notes.push_back(absl::StrCat("the check of that module names ", checked));
+  }
+  cause.module = std::move(descended->module);
   return std::optional<RootCause>(std::move(cause));
+}
+
+std::string RootCauseNote(const RootCause& cause) {
+  return absl::StrCat("; then the root moved ", cause.steps,
+                      " op(s) down to the op that makes the wrong value: ", cause.signature, " (",
+                      absl::StrJoin(cause.step_notes, ", "), ")");
+}
+
+absl::flat_hash_map<std::string, HloSharding> PropagatedShardingsByName(
+    const HloModule& module, const HloModule& propagated) {
+  absl::flat_hash_map<std::string, HloSharding> shardings;
+  if (module.entry() == nullptr || propagated.entry() == nullptr) return shardings;
+  for (const auto& p : propagated.entry()->instructions()) {
+    if (!p->sharding().has_value()) continue;
+    std::string name = check::MetadataOpName(*p);
+    if (name.empty()) name = p->name();
+    const HloInstruction* g = module.entry()->FindInstruction(name);
+    if (g == nullptr || g->opcode() != p->opcode() || !g->shape().Compatible(p->shape())) continue;
+    HloSharding sharding = p->sharding()->WithoutNamedForms();
+    sharding.set_metadata("");
+    shardings.insert_or_assign(name, std::move(sharding));
+  }
+  return shardings;
+}
+
+absl::flat_hash_map<std::string, HloSharding> PropagatedShardings(
+    target::PartitionerUnderTest& partitioner, const HloModule& module) {
+  absl::StatusOr<target::PartitionOutput> out =
+      partitioner.Partition(module, module.num_partitions());
+  if (!out.ok() || out->status != target::PartitionStatus::kOk || out->propagated == nullptr) {
+    return {};
+  }
+  return PropagatedShardingsByName(module, *out->propagated);
 }
 
 absl::StatusOr<ReduceResult> ReduceFinding(const HloModule& program,

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "check/check_pipeline.h"
 #include "check/version_matrix.h"
@@ -84,15 +85,34 @@ bool IsMiscompileSignature(const std::string& signature);
 // The op that makes a miscompile's wrong value: `reduced` with its root moved down the chain
 // that makes it while the partitioner still miscompiles it (DescendRoot; any op of the
 // signature's kind), and that module's signature. Nullopt when the root did not move.
+// The new root keeps the sharding the partitioner's propagation gave it in `reduced`
+// (PropagatedShardings), else one derived from its old consumer's (DescendRoot).
 struct RootCause {
   std::unique_ptr<HloModule> module;
   std::string signature;
   int64_t steps = 0;
+  std::vector<std::string> step_notes;  // DescendResult::step_notes.
 };
 absl::StatusOr<std::optional<RootCause>> FindRootCause(
     target::PartitionerUnderTest& partitioner, const HloModule& reduced,
     const std::string& signature, const check::CheckOptions& check, FindingPredicateOptions options,
     std::chrono::steady_clock::time_point deadline);
+
+// What the reduction line says about a root cause: `; then the root moved N op(s) down to the op
+// that makes the wrong value: SIGNATURE (a -> b (propagated sharding {...}))`.
+std::string RootCauseNote(const RootCause& cause);
+
+// The sharding `propagated` (the partitioner's module after sharding propagation,
+// PartitionOutput::propagated) gives each instruction of `module`'s entry, by `module`'s names:
+// XLA renames instructions and names the one each came from in its metadata (op_name); an
+// instruction is matched by that name (else its own) with the same opcode and shape.
+absl::flat_hash_map<std::string, HloSharding> PropagatedShardingsByName(
+    const HloModule& module, const HloModule& propagated);
+
+// PropagatedShardingsByName of `module` after `partitioner` compiled it once; empty when the
+// partitioner reports no propagated module (ours, cmd:) or does not compile it.
+absl::flat_hash_map<std::string, HloSharding> PropagatedShardings(
+    target::PartitionerUnderTest& partitioner, const HloModule& module);
 
 // Reduces `program` for at most `seconds` (<= 0: not reduced; the record says why, with
 // `unreduced_reason`). A program from jax's level (its StableHLO is what is compiled) is kept as

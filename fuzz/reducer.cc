@@ -1028,34 +1028,166 @@ class Reducer {
 
 }  // namespace
 
-absl::StatusOr<DescendResult> DescendRoot(const HloModule& module,
-                                          const InterestingnessFn& interesting,
-                                          std::chrono::steady_clock::time_point deadline,
-                                          int64_t max_steps) {
-  DescendResult result;
-  result.module = CloneModule(module);
-  bool moved = true;
-  while (moved && result.steps < max_steps) {
-    moved = false;
-    const HloInstruction* root = result.module->entry()->root();
-    if (root == nullptr) break;
-    for (int64_t k = 0; k < root->operand_count(); ++k) {
-      const HloOpcode opcode = root->operand(k)->opcode();
-      if (opcode == HloOpcode::kParameter || opcode == HloOpcode::kConstant) continue;
-      if (std::chrono::steady_clock::now() >= deadline) return result;
+const char* RootShardingSourceName(RootShardingSource source) {
+  switch (source) {
+    case RootShardingSource::kOwn:
+      return "own";
+    case RootShardingSource::kPropagated:
+      return "propagated";
+    case RootShardingSource::kConsumer:
+      return "consumer's";
+    case RootShardingSource::kNone:
+      return "no";
+  }
+  return "no";
+}
+
+namespace {
+
+// Whether operand `k` of `consumer` has the consumer's dims at the same positions. `same_dims`:
+// of the same sizes too (an elementwise op's operands, not a slice's).
+bool MapsDimsOneToOne(const HloInstruction& consumer, int64_t k, bool* same_dims) {
+  *same_dims = false;
+  switch (consumer.opcode()) {
+    case HloOpcode::kSlice:
+    case HloOpcode::kPad:
+    case HloOpcode::kReverse:
+    case HloOpcode::kDynamicSlice:
+    case HloOpcode::kDynamicUpdateSlice:
+      return k == 0;
+    case HloOpcode::kConvert:
+    case HloOpcode::kBitcastConvert:
+      *same_dims = true;
+      return true;
+    default:
+      *same_dims = true;
+      return ElementwiseArity(consumer.opcode()) > 0;
+  }
+}
+
+}  // namespace
+
+std::optional<HloSharding> ConsumerDerivedSharding(const HloInstruction& consumer, int64_t k,
+                                                   const HloSharding& s) {
+  const Shape& shape = consumer.operand(k)->shape();
+  std::optional<HloSharding> derived;
+  bool same_dims = false;
+  if (consumer.opcode() == HloOpcode::kTuple) {
+    // A tuple sharding holds one sharding a leaf: element k's when every element is an array.
+    bool arrays = true;
+    for (const HloInstruction* o : consumer.operands()) arrays = arrays && o->shape().IsArray();
+    if (arrays && s.IsTuple() && static_cast<int64_t>(s.tuple_elements().size()) > k) {
+      derived = s.tuple_elements()[k];
+    }
+  } else if (s.IsTuple() || !shape.IsArray() || !consumer.shape().IsArray() ||
+             shape.rank() != consumer.shape().rank()) {
+    return std::nullopt;
+  } else if (consumer.opcode() == HloOpcode::kConcatenate) {
+    const std::optional<std::vector<int64_t>>& dims = consumer.attrs().dimensions;
+    if (!dims.has_value() || dims->size() != 1) return std::nullopt;
+    const int64_t dim = dims->front();
+    derived = s.IsTiled() && dim < s.TiledDataRank() && s.tile_assignment().dim(dim) > 1
+                  ? Untile(s, dim)
+                  : std::optional<HloSharding>(s);
+  } else if (MapsDimsOneToOne(consumer, k, &same_dims) &&
+             (!same_dims || shape.dimensions() == consumer.shape().dimensions())) {
+    derived = s;
+  }
+  if (!derived.has_value() || !derived->Validate(shape, 0).ok()) return std::nullopt;
+  return derived;
+}
+
+namespace {
+
+struct RootCandidate {
+  std::optional<HloSharding> sharding;
+  RootShardingSource source;
+};
+
+// The shardings operand `k` of `root` is tried with as the new root, best first, distinct.
+std::vector<RootCandidate> NewRootShardings(const HloInstruction& root, int64_t k,
+                                            const DescendOptions& options) {
+  const HloInstruction& operand = *root.operand(k);
+  if (operand.sharding().has_value()) return {{operand.sharding(), RootShardingSource::kOwn}};
+  std::vector<RootCandidate> out;
+  auto add = [&out](std::optional<HloSharding> s, RootShardingSource source) {
+    for (const RootCandidate& c : out) {
+      if (c.sharding == s) return;
+    }
+    out.push_back({std::move(s), source});
+  };
+  auto propagated = options.propagated.find(operand.name());
+  if (propagated != options.propagated.end() &&
+      propagated->second.Validate(operand.shape(), 0).ok()) {
+    add(propagated->second, RootShardingSource::kPropagated);
+  }
+  // The consumer's sharding in the program's context: its own, else the propagated one.
+  std::optional<HloSharding> consumer = root.sharding();
+  if (auto it = options.propagated.find(root.name());
+      !consumer.has_value() && it != options.propagated.end()) {
+    consumer = it->second;
+  }
+  if (consumer.has_value()) {
+    std::optional<HloSharding> derived = ConsumerDerivedSharding(root, k, *consumer);
+    if (derived.has_value()) add(*std::move(derived), RootShardingSource::kConsumer);
+  }
+  add(std::nullopt, RootShardingSource::kNone);
+  return out;
+}
+
+// One step of DescendRoot: true when the root moved.
+absl::StatusOr<bool> DescendOneStep(DescendResult& result, const InterestingnessFn& interesting,
+                                    std::chrono::steady_clock::time_point deadline,
+                                    const DescendOptions& options) {
+  const HloInstruction* root = result.module->entry()->root();
+  if (root == nullptr) return false;
+  for (int64_t k = 0; k < root->operand_count(); ++k) {
+    const HloInstruction* operand = root->operand(k);
+    if (operand->opcode() == HloOpcode::kParameter || operand->opcode() == HloOpcode::kConstant ||
+        std::find(root->operands().begin(), root->operands().begin() + k, operand) !=
+            root->operands().begin() + k) {
+      continue;
+    }
+    for (const RootCandidate& c : NewRootShardings(*root, k, options)) {
+      if (std::chrono::steady_clock::now() >= deadline) return false;
       std::unique_ptr<HloModule> candidate = CloneModule(*result.module);
       HloComputation* entry = candidate->entry();
-      entry->set_root(entry->root()->operand(k));
+      HloInstruction* new_root = entry->root()->operand(k);
+      if (c.sharding.has_value()) {
+        new_root->set_sharding(*c.sharding);
+      } else {
+        new_root->clear_sharding();
+      }
+      entry->set_root(new_root);
       candidate = Compact(*candidate);
       ++result.candidates_tried;
       absl::StatusOr<bool> still = interesting(*candidate);
       if (!still.ok()) return still.status();
       if (!*still) continue;
+      result.step_notes.push_back(absl::StrCat(
+          root->name(), " -> ", operand->name(), " (", RootShardingSourceName(c.source),
+          " sharding", c.sharding.has_value() ? " " + c.sharding->ToString(false) : "", ")"));
       result.module = std::move(candidate);
       ++result.steps;
-      moved = true;
-      break;
+      return true;
     }
+  }
+  return false;
+}
+
+}  // namespace
+
+absl::StatusOr<DescendResult> DescendRoot(const HloModule& module,
+                                          const InterestingnessFn& interesting,
+                                          std::chrono::steady_clock::time_point deadline,
+                                          const DescendOptions& options) {
+  DescendResult result;
+  result.module = CloneModule(module);
+  bool moved = true;
+  while (moved && result.steps < options.max_steps) {
+    absl::StatusOr<bool> step = DescendOneStep(result, interesting, deadline, options);
+    if (!step.ok()) return step.status();
+    moved = *step;
   }
   return result;
 }

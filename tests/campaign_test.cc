@@ -231,6 +231,32 @@ TEST(Campaign, EachInjectedBugHasOneRootCauseSignature) {
   }
 }
 
+// XLA's module after sharding propagation renames instructions and names the one each came from
+// in its metadata: a root-cause descent finds the propagated shardings by the original names.
+TEST(Campaign, PropagatedShardingsAreFoundByTheNameInTheMetadata) {
+  absl::StatusOr<ParsedModule> module = ParseHloModule(R"(HloModule m, num_partitions=2
+ENTRY e {
+  p = f32[4] parameter(0)
+  a = f32[4] abs(p)
+  ROOT n = f32[4] negate(a), sharding={devices=[2]<=[2]}
+})");
+  ASSERT_TRUE(module.ok()) << module.status();
+  absl::StatusOr<ParsedModule> propagated = ParseHloModule(R"(HloModule m, num_partitions=2
+ENTRY main.1 {
+  p.1 = f32[4] parameter(0), sharding={replicated}, metadata={op_name="p"}
+  abs.3 = f32[4] abs(p.1), sharding={devices=[2]<=[2]}, metadata={op_name="a"}
+  copy.1 = f32[4] copy(abs.3), sharding={replicated}, metadata={op_name="a"}
+  ROOT negate.2 = f32[4] negate(copy.1), sharding={devices=[2]<=[2]}, metadata={op_name="n"}
+})");
+  ASSERT_TRUE(propagated.ok()) << propagated.status();
+  const auto shardings = PropagatedShardingsByName(*module->module, *propagated->module);
+  ASSERT_EQ(shardings.size(), 3);
+  EXPECT_EQ(shardings.at("p").ToString(), "{replicated}");
+  // The copy XLA labels `a` is another op: a's sharding is the abs's.
+  EXPECT_EQ(shardings.at("a").ToString(), "{devices=[2]<=[2]}");
+  EXPECT_EQ(shardings.at("n").ToString(), "{devices=[2]<=[2]}");
+}
+
 TEST(Campaign, AMalformedKnownFindingsFileIsAnError) {
   CampaignOptions options;
   options.cases = 1;

@@ -13,6 +13,7 @@
 #include "fuzz/program_gen.h"
 #include "ir/hlo_parser.h"
 #include "ir/hlo_printer.h"
+#include "ir/sharding.h"
 #include "ir/verifier.h"
 #include "oracle/engine.h"
 
@@ -292,6 +293,96 @@ ENTRY e {
       *module, [](const HloModule&) -> absl::StatusOr<bool> { return absl::InternalError("boom"); },
       later);
   EXPECT_TRUE(absl::IsInternal(error.status()));
+}
+
+// The root moves to an operand only under the sharding the old root gave it: `bad` miscompiles
+// only when it is split on dim 1 as its consumer is (a concatenate along the unsplit dim 0), the
+// way a partitioner's bug depends on the sharding its consumer propagated to it.
+TEST(ReducerTest, DescendRootGivesTheNewRootItsConsumersSharding) {
+  auto module = Parse(R"(HloModule m, num_partitions=2
+ENTRY e {
+  p = f32[4,4] parameter(0)
+  q = f32[4,4] parameter(1)
+  bad = f32[4,4] add(p, q)
+  ROOT c = f32[8,4] concatenate(q, bad), dimensions={0}, sharding={devices=[1,2]<=[2]}
+})");
+  ASSERT_NE(module, nullptr);
+  const HloSharding split = *ParseSharding("{devices=[1,2]<=[2]}");
+  // Interesting while `bad` is there, and as the root only with `split`.
+  auto bad_split = [split](const HloModule& m) -> absl::StatusOr<bool> {
+    const HloInstruction* root = m.entry()->root();
+    if (root->name() != "bad") return m.entry()->FindInstruction("bad") != nullptr;
+    return root->sharding().has_value() && *root->sharding() == split;
+  };
+  const auto later = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+  absl::StatusOr<DescendResult> d = DescendRoot(*module, bad_split, later);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->steps, 1);
+  EXPECT_EQ(d->module->entry()->root()->name(), "bad");
+  EXPECT_EQ(d->module->entry()->root()->sharding(), std::optional<HloSharding>(split));
+  ASSERT_EQ(d->step_notes.size(), 1);
+  EXPECT_EQ(d->step_notes[0], "c -> bad (consumer's sharding {devices=[1,2]<=[2]})");
+
+  // The sharding propagation gave `bad` is tried first: when it keeps the finding, it stays.
+  const HloSharding rows = *ParseSharding("{devices=[2,1]<=[2]}");
+  DescendOptions options;
+  options.propagated.emplace("bad", rows);
+  auto bad_any = [](const HloModule& m) -> absl::StatusOr<bool> {
+    return m.entry()->FindInstruction("bad") != nullptr;
+  };
+  absl::StatusOr<DescendResult> p = DescendRoot(*module, bad_any, later, options);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->module->entry()->root()->sharding(), std::optional<HloSharding>(rows));
+  EXPECT_EQ(p->candidates_tried, 1);
+  // ... and when it does not, the consumer's is.
+  absl::StatusOr<DescendResult> c = DescendRoot(*module, bad_split, later, options);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->module->entry()->root()->sharding(), std::optional<HloSharding>(split));
+  EXPECT_EQ(c->candidates_tried, 2);
+  // A finding that needs the root unannotated still descends (the last candidate).
+  auto bad_bare = [](const HloModule& m) -> absl::StatusOr<bool> {
+    const HloInstruction* root = m.entry()->root();
+    if (root->name() != "bad") return m.entry()->FindInstruction("bad") != nullptr;
+    return !root->sharding().has_value();
+  };
+  absl::StatusOr<DescendResult> bare = DescendRoot(*module, bad_bare, later, options);
+  ASSERT_TRUE(bare.ok()) << bare.status();
+  EXPECT_EQ(bare->module->entry()->root()->name(), "bad");
+  EXPECT_EQ(bare->candidates_tried, 3);
+}
+
+// The rules ConsumerDerivedSharding knows, and that it knows no others.
+TEST(ReducerTest, ConsumerDerivedShardingRules) {
+  auto module = Parse(R"(HloModule m, num_partitions=4
+ENTRY e {
+  p = f32[4,4] parameter(0)
+  q = f32[4,8] parameter(1)
+  s = f32[] parameter(2)
+  n = f32[4,4] negate(p)
+  cv = s32[4,4] convert(p)
+  c = f32[4,12] concatenate(p, q), dimensions={1}
+  pd = f32[6,4] pad(p, s), padding=1_1x0_0
+  d = f32[4,8] dot(p, q), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT t = (f32[4,4], f32[4,8]) tuple(n, d)
+})");
+  ASSERT_NE(module, nullptr);
+  const HloComputation& e = *module->entry();
+  const HloSharding s2x2 = *ParseSharding("{devices=[2,2]<=[4]}");
+  auto derived = [&](const char* name, int64_t k, const HloSharding& s) {
+    std::optional<HloSharding> d = ConsumerDerivedSharding(*e.FindInstruction(name), k, s);
+    return d.has_value() ? d->ToString(false) : std::string("none");
+  };
+  EXPECT_EQ(derived("n", 0, s2x2), "{devices=[2,2]<=[4]}");
+  EXPECT_EQ(derived("cv", 0, s2x2), "{devices=[2,2]<=[4]}");
+  EXPECT_EQ(derived("pd", 0, s2x2), "{devices=[2,2]<=[4]}");
+  EXPECT_EQ(derived("pd", 1, s2x2), "none");  // The padding value is a scalar.
+  // The concatenated dim 1 is split: its devices join the replication group.
+  EXPECT_EQ(derived("c", 1, s2x2), "{devices=[2,1,2]<=[4] last_tile_dim_replicate}");
+  EXPECT_EQ(derived("c", 0, *ParseSharding("{devices=[4,1]<=[4]}")), "{devices=[4,1]<=[4]}");
+  EXPECT_EQ(derived("d", 0, s2x2), "none");  // No rule for a dot.
+  const HloSharding tuple = HloSharding::Tuple({s2x2, HloSharding::Replicate()});
+  EXPECT_EQ(derived("t", 0, tuple), "{devices=[2,2]<=[4]}");
+  EXPECT_EQ(derived("t", 1, tuple), "{replicated}");
 }
 
 TEST(ReducerTest, RespectsThePredicateCallLimit) {

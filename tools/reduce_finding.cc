@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/file.h"
 #include "check/check_pipeline.h"
@@ -161,8 +162,7 @@ int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, st
   }
   if (cause.has_value()) {
     record.root_cause = cause->signature;
-    absl::StrAppend(&record.reduction, "; then the root moved ", cause->steps,
-                    " op(s) down to the op that makes the wrong value: ", cause->signature);
+    absl::StrAppend(&record.reduction, fuzz::RootCauseNote(*cause));
   }
   check::VersionMatrix matrix(choice->other_xla_pythons, choice->options);
   fuzz::FindingWriteOptions write;
@@ -188,7 +188,8 @@ int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, st
   }
   if (cause.has_value()) {
     out << "root cause: " << cause->signature << " (the root moved " << cause->steps
-        << " op(s) down to the op that makes the wrong value)\n";
+        << " op(s) down to the op that makes the wrong value: "
+        << absl::StrJoin(cause->step_notes, ", ") << ")\n";
   }
   for (const fuzz::VersionCheck& v : record.versions) {
     out << "also on " << (v.versions.empty() ? v.venv : v.versions) << ": " << v.verdict << "\n";
