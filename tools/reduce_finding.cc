@@ -18,6 +18,8 @@
 #include "check/signature.h"
 #include "check/version_matrix.h"
 #include "fuzz/finding_handover.h"
+#include "fuzz/findings.h"
+#include "ir/data_dir.h"
 #include "nlohmann/json.hpp"
 #include "tools/lint_cost_check.h"
 #include "tools/module_loading.h"
@@ -190,6 +192,15 @@ int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, st
     out << "root cause: " << cause->signature << " (the root moved " << cause->steps
         << " op(s) down to the op that makes the wrong value: "
         << absl::StrJoin(cause->step_notes, ", ") << ")\n";
+  }
+  // The known XLA finding it is, by its root cause when the descent found one.
+  if (absl::StatusOr<std::vector<fuzz::KnownFinding>> known =
+          fuzz::LoadKnownFindings(SpmdcheckDataDir() + "/corpus/xla-findings/known.json");
+      known.ok()) {
+    const std::string& named = record.root_cause.empty() ? record.signature : record.root_cause;
+    if (const fuzz::KnownFinding* k = fuzz::FindKnown(*known, named, &repro)) {
+      out << "known finding: " << k->name << " (corpus/xla-findings/" << k->name << ")\n";
+    }
   }
   for (const fuzz::VersionCheck& v : record.versions) {
     out << "also on " << (v.versions.empty() ? v.venv : v.versions) << ": " << v.verdict << "\n";
