@@ -229,9 +229,9 @@ absl::StatusOr<std::string> WriteFinding(target::PartitionerUnderTest& partition
                                          FindingRecord& record) {
   const std::string folder =
       (std::filesystem::path(options.out_dir) / check::SanitizedName(record.signature)).string();
-  record.reproduce =
-      absl::StrCat("spmdcheck check ", folder, jax_source.empty() ? "/module.hlo" : "/module.mlir",
-                   " --seed ", record.case_seed, " --trials 1", options.reproduce_flags);
+  record.reproduce = absl::StrCat(
+      "spmdcheck check ", folder, jax_source.empty() ? "/module.hlo" : "/module.mlir", " --seed ",
+      record.case_seed, " --trials ", std::max<int64_t>(1, check.trials), options.reproduce_flags);
   FindingFiles files;
   files.module = &repro;
   files.jax_source = jax_source;
