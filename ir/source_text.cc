@@ -13,7 +13,6 @@ SourceText::SourceText(std::string path, absl::string_view text)
 
 const std::vector<size_t>& SourceText::LineStarts() const {
   if (line_starts_.empty()) {
-    line_starts_.reserve(static_cast<size_t>(std::count(text_.begin(), text_.end(), '\n')) + 1);
     line_starts_.push_back(0);
     const char* const begin = text_.data();
     const char* const end = begin + text_.size();
