@@ -56,17 +56,65 @@ bool HasUnsignedStartOverInt32Max(const HloInstruction& instruction) {
   return false;
 }
 
+// An op that changes nothing about its operand's values: an identity transpose, a reshape or
+// copy to the same shape, a convert to the same type.
+bool IsNoOp(const HloInstruction& instruction) {
+  if (instruction.operand_count() != 1) return false;
+  const Shape& in = instruction.operand(0)->shape();
+  const Shape& out = instruction.shape();
+  if (!in.IsArray() || !out.IsArray() || in.dimensions() != out.dimensions() ||
+      in.element_type() != out.element_type()) {
+    return false;
+  }
+  switch (instruction.opcode()) {
+    case HloOpcode::kTranspose: {
+      const std::vector<int64_t> dims =
+          instruction.attrs().dimensions.value_or(std::vector<int64_t>{});
+      for (size_t i = 0; i < dims.size(); ++i) {
+        if (dims[i] != static_cast<int64_t>(i)) return false;
+      }
+      return true;
+    }
+    case HloOpcode::kReshape:
+    case HloOpcode::kCopy:
+    case HloOpcode::kConvert:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A no-op with a sharding of its own reading an SPMDShardToFullShape: XLA's StableHLO -> HLO
+// conversion drops the no-op and writes its sharding onto the ShardToFull
+// (noop-op-sharding-overwrites-shard-to-full).
+bool IsShardedNoOpAfterShardToFull(const HloInstruction& instruction) {
+  if (!IsNoOp(instruction) || !instruction.sharding().has_value()) return false;
+  const HloInstruction& operand = *instruction.operand(0);
+  return operand.opcode() == HloOpcode::kCustomCall &&
+         operand.attrs().custom_call_target.value_or("") == "SPMDShardToFullShape";
+}
+
 // Named triggers a guard can ask for (`trigger:NAME`): properties of one instruction that an
 // opcode list cannot say.
+struct Trigger {
+  absl::string_view name;
+  bool (*holds)(const HloInstruction&);
+};
+constexpr Trigger kTriggers[] = {
+    {"unsigned-slice-start-over-int32-max", &HasUnsignedStartOverInt32Max},
+    {"sharded-no-op-after-shard-to-full", &IsShardedNoOpAfterShardToFull},
+};
+
 bool HoldsTrigger(const HloInstruction& instruction, absl::string_view name) {
-  if (name == "unsigned-slice-start-over-int32-max") {
-    return HasUnsignedStartOverInt32Max(instruction);
+  for (const Trigger& trigger : kTriggers) {
+    if (trigger.name == name) return trigger.holds(instruction);
   }
   return false;
 }
 
 bool IsKnownTrigger(absl::string_view name) {
-  return name == "unsigned-slice-start-over-int32-max";
+  return std::any_of(std::begin(kTriggers), std::end(kTriggers),
+                     [&](const Trigger& trigger) { return trigger.name == name; });
 }
 
 // `KIND.*` matches every op of that kind; anything else only itself.

@@ -32,7 +32,9 @@ struct KnownFinding {
   // opcode (`dynamic-update-slice`), `custom-call:TARGET` (`custom-call:xla.sdy.ShardingGroup`)
   // or `trigger:NAME`, a property of one instruction
   // (`trigger:unsigned-slice-start-over-int32-max`: a dynamic-(update-)slice start that is an
-  // unsigned constant above INT32_MAX). A signature ending in `.*` matches any op
+  // unsigned constant above INT32_MAX; `trigger:sharded-no-op-after-shard-to-full`: an identity
+  // transpose, same-shape reshape or copy, or same-type convert with a sharding of its own,
+  // reading an SPMDShardToFullShape). A signature ending in `.*` matches any op
   // (`xla.oracle-disagrees.*`), for a cause whose symptom shows at whatever op consumes the wrong
   // value. For a bug whose symptom shows at an op too common to name it alone (a Shardy miscompile
   // seen at the custom-call that reshards a manual computation's result).

@@ -122,6 +122,40 @@ TEST(KnownFindings, ATriggerNamesAPropertyOfOneInstructionAndAWildcardAnyOp) {
   EXPECT_EQ(FindKnown(*known, "xla.miscompile.tuple", over.get()), nullptr);
 }
 
+std::string AfterShardToFull(const std::string& op) {
+  return "HloModule m, num_partitions=2\nENTRY e {\n"
+         "  p = f32[4] parameter(0), sharding={devices=[2]<=[2]}\n"
+         "  s = f32[2] custom-call(p), custom_call_target=\"SPMDFullToShardShape\", "
+         "sharding={manual}\n"
+         "  f = f32[4] custom-call(s), custom_call_target=\"SPMDShardToFullShape\", "
+         "sharding={devices=[2]<=[2]}\n"
+         "  ROOT t = f32[4] " +
+         op + "\n}\n";
+}
+
+TEST(KnownFindings, TheNoOpTriggerWantsAShardedNoOpReadingAShardToFull) {
+  absl::StatusOr<std::vector<KnownFinding>> known = LoadKnownFindings(WriteTemp("noop", R"({
+    "findings": [{"name": "noop", "signatures": [],
+                  "guarded_signatures": [{"signature": "xla.round-trip-changes-meaning.*",
+                    "module_has": ["trigger:sharded-no-op-after-shard-to-full"]}]}]})"));
+  ASSERT_TRUE(known.ok()) << known.status();
+  const std::string signature = "xla.round-trip-changes-meaning.transpose";
+  for (const std::string op :
+       {"transpose(f), dimensions={0}, sharding={devices=[2]1,0}",
+        "reshape(f), sharding={replicated}", "convert(f), sharding={replicated}"}) {
+    const std::unique_ptr<HloModule> m = Parse(AfterShardToFull(op));
+    ASSERT_NE(m, nullptr) << op;
+    EXPECT_NE(FindKnown(*known, signature, m.get()), nullptr) << op;
+  }
+  // Not a no-op; a no-op without a sharding of its own.
+  for (const std::string op :
+       {"negate(f), sharding={replicated}", "transpose(f), dimensions={0}"}) {
+    const std::unique_ptr<HloModule> m = Parse(AfterShardToFull(op));
+    ASSERT_NE(m, nullptr) << op;
+    EXPECT_EQ(FindKnown(*known, signature, m.get()), nullptr) << op;
+  }
+}
+
 TEST(KnownFindings, AnUnknownTriggerIsRejected) {
   absl::StatusOr<std::vector<KnownFinding>> known = LoadKnownFindings(WriteTemp("trigger", R"({
     "findings": [{"name": "x", "signatures": [],
