@@ -119,6 +119,60 @@ bool CampaignReport::HasBugClaim() const {
   return false;
 }
 
+namespace {
+
+// The bug claims grouped by cause: the known finding they are, else the op the root-cause
+// descent ended at, else their signature. One cause seen at several ops has several signatures
+// (and rows in the findings table); here it is one line.
+struct Cause {
+  std::string name;
+  bool known = false;
+  int64_t cases = 0;
+  std::vector<std::string> signatures;
+};
+
+std::vector<Cause> CausesOf(const std::vector<CampaignFailure>& failures) {
+  std::vector<Cause> causes;
+  for (const CampaignFailure& f : failures) {
+    if (!f.claim) continue;
+    const std::string name = !f.known_as.empty()     ? f.known_as
+                             : !f.root_cause.empty() ? f.root_cause
+                                                     : f.signature;
+    auto it =
+        std::find_if(causes.begin(), causes.end(), [&](const Cause& c) { return c.name == name; });
+    if (it == causes.end()) {
+      causes.push_back({name, !f.known_as.empty(), 0, {}});
+      it = causes.end() - 1;
+    }
+    it->cases += f.count;
+    it->signatures.push_back(f.signature);
+  }
+  return causes;
+}
+
+void AppendCauses(const std::vector<CampaignFailure>& failures, std::string& out) {
+  const std::vector<Cause> causes = CausesOf(failures);
+  if (causes.empty()) return;
+  size_t width = 5;
+  for (const Cause& c : causes) width = std::max(width, c.name.size());
+  absl::StrAppendFormat(&out, "bug claims by cause (%d):\n", causes.size());
+  for (const Cause& c : causes) {
+    absl::StrAppendFormat(&out, "  %-*s %-5s %6d case(s)  %s\n", width, c.name,
+                          c.known ? "known" : "new", c.cases, absl::StrJoin(c.signatures, ", "));
+  }
+}
+
+nlohmann::json CausesJson(const std::vector<CampaignFailure>& failures) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Cause& c : CausesOf(failures)) {
+    out.push_back(
+        {{"cause", c.name}, {"known", c.known}, {"cases", c.cases}, {"signatures", c.signatures}});
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string CampaignReport::ToString() const {
   std::string out = absl::StrFormat(
       "cases: %d (%.1f/s), holds: %d, failures: %d in %d signature(s), unsupported: %d, "
@@ -217,6 +271,7 @@ std::string CampaignReport::ToString() const {
       absl::StrAppendFormat(&out, "  %-*s %6d  %-20s %-36s %s\n", width, f.signature, f.count, kind,
                             known, repro);
     }
+    AppendCauses(failures, out);
   }
   if (!unsupported_reasons.empty()) {
     std::vector<std::pair<int64_t, std::string>> top;
@@ -310,6 +365,7 @@ nlohmann::json CampaignReport::ToJson(const CampaignOptions& options) const {
             {"ours_share", times.cases > 0 ? times.Ours() / times.cases : 0.0}}},
           {"pattern_hits", pattern_hits},
           {"findings", findings},
+          {"bug_claims_by_cause", CausesJson(failures)},
           {"unsupported_reasons", reasons}};
 }
 

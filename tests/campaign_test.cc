@@ -151,6 +151,40 @@ TEST(Campaign, AFailedReproWriteIsAnError) {
   std::filesystem::remove_all(options.out_dir);
 }
 
+// The report lists bug claims once per cause: the known finding, else the descent's root cause,
+// else the signature; findings to investigate are left out.
+TEST(CampaignReport, BugClaimsAreGroupedByCause) {
+  auto failure = [](std::string signature, std::string known, std::string root, int64_t count,
+                    bool claim) {
+    CampaignFailure f;
+    f.signature = std::move(signature);
+    f.known_as = std::move(known);
+    f.root_cause = std::move(root);
+    f.count = count;
+    f.claim = claim;
+    return f;
+  };
+  CampaignReport report;
+  report.failures = {failure("xla.miscompile.dynamic-update-slice", "dus", "", 4, true),
+                     failure("shardy.miscompile.reshape", "dus",
+                             "shardy.miscompile.dynamic-update-slice", 1, true),
+                     failure("shardy.miscompile.copy", "", "shardy.miscompile.pad", 2, true),
+                     failure("shardy.miscompile.convert", "", "shardy.miscompile.pad", 3, true),
+                     failure("xla.crash.foo", "", "", 1, true),
+                     failure("xla.oracle-only.scatter", "", "", 5, false)};
+  const nlohmann::json causes = report.ToJson(CampaignOptions{})["bug_claims_by_cause"];
+  ASSERT_EQ(causes.size(), 3u) << causes.dump();
+  EXPECT_EQ(causes[0]["cause"], "dus");
+  EXPECT_EQ(causes[0]["known"], true);
+  EXPECT_EQ(causes[0]["cases"], 5);
+  EXPECT_EQ(causes[0]["signatures"].size(), 2u);
+  EXPECT_EQ(causes[1]["cause"], "shardy.miscompile.pad");
+  EXPECT_EQ(causes[1]["known"], false);
+  EXPECT_EQ(causes[1]["cases"], 5);
+  EXPECT_EQ(causes[2]["cause"], "xla.crash.foo");
+  EXPECT_THAT(report.ToString(), HasSubstr("bug claims by cause (3):"));
+}
+
 // A known signature is counted and listed as known, not reduced or written; the others are new.
 TEST(Campaign, KnownFindingsAreCountedNotWrittenAgain) {
   CampaignOptions options;
