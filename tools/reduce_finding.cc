@@ -58,6 +58,10 @@ int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, st
   }
   fuzz::FindingRecord record;
   record.signature = finding.value("signature", "");
+  // A miscompile whose root was moved down was written as the moved module: it shows the root
+  // cause's signature, which is what the reduction keeps and the descent starts from.
+  record.root_cause = finding.value("root_cause", "");
+  const std::string shown = record.root_cause.empty() ? record.signature : record.root_cause;
   record.partitioner = finding.value("partitioner", "");
   record.claim = finding.value("bug_claim", true);
   record.campaign = finding.value("campaign", "");
@@ -128,7 +132,7 @@ int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, st
     if (!found.empty()) predicate.proposal = found.front().proposal;
   }
   const fuzz::InterestingnessFn interesting =
-      fuzz::FindingPredicate(partitioner, record.signature, check, predicate);
+      fuzz::FindingPredicate(partitioner, shown, check, predicate);
   absl::StatusOr<bool> still = interesting(**module);
   if (!still.ok()) {
     err << "spmdcheck reduce: unknown: " << still.status().message() << "\n";
@@ -136,7 +140,7 @@ int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, st
   }
   if (!*still) {
     return BadInput(err, "reduce",
-                    absl::StrCat(module_path, " no longer shows ", record.signature, " under ",
+                    absl::StrCat(module_path, " no longer shows ", shown, " under ",
                                  partitioner.spec(), ": nothing to reduce"));
   }
   // The module as found stays beside the reduced one.
@@ -155,9 +159,9 @@ int RunReduceFinding(const std::string& dir, const ReduceFindingFlags& flags, st
                                   : absl::StrCat("not reduced: ", reduced.status().message());
   // A miscompile seen at an op that only carries the wrong value: the op that makes it.
   std::optional<fuzz::RootCause> cause;
-  if (reduced.ok() && fuzz::IsMiscompileSignature(record.signature)) {
+  if (reduced.ok() && fuzz::IsMiscompileSignature(shown)) {
     absl::StatusOr<std::optional<fuzz::RootCause>> found =
-        fuzz::FindRootCause(partitioner, *reduced->module, record.signature, check, predicate,
+        fuzz::FindRootCause(partitioner, *reduced->module, shown, check, predicate,
                             std::chrono::steady_clock::now() +
                                 std::chrono::seconds(std::clamp<int64_t>(max_seconds, 1, 60)));
     if (found.ok() && found->has_value()) cause = std::move(**found);
