@@ -20,12 +20,17 @@ if [ -d "$fuzz_build/fuzz" ]; then
     cp -r "$root/corpus/$target/." "$tmp/$target/" 2>/dev/null || true
     # Wall-clock exec/s depends on the load; executions per CPU-second (user + sys of the
     # fuzzer process) much less.
+    # The target's own libFuzzer flags (max_len, ...) from fuzz/targets/NAME.options, as the
+    # fuzz smoke and ClusterFuzzLite run it.
+    mapfile -t flags < <(sed -n 's/^\([a-z_]*\) *= *\(.*\)$/-\1=\2/p' "$root/fuzz/targets/$target.options" 2>/dev/null)
+    status=0
     /usr/bin/time -f "%U %S" -o "$tmp/$target.time" "$bin" -max_total_time="${SECONDS_PER_TARGET:-20}" \
-      -print_final_stats=1 -seed=1 "$tmp/$target" > "$tmp/$target.log" 2>&1 || true
+      "${flags[@]}" -print_final_stats=1 -seed=1 "$tmp/$target" > "$tmp/$target.log" 2>&1 || status=$?
     runs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$tmp/$target.log")"
     wall="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$tmp/$target.log")"
-    cpu="$(awk '{print $1 + $2}' "$tmp/$target.time")"
-    echo "== $target: $runs runs, $wall exec/s wall, $(awk -v r="$runs" -v c="$cpu" 'BEGIN {printf "%.0f", r / c}') exec per CPU-second"
+    # time(1) puts "Command exited with non-zero status N" before its numbers then.
+    cpu="$(tail -n 1 "$tmp/$target.time" | awk '{print $1 + $2}')"
+    echo "== $target (${flags[*]}): $runs runs, $wall exec/s wall, $(awk -v r="$runs" -v c="$cpu" 'BEGIN {printf "%.0f", r / c}') exec per CPU-second$([ "$status" = 0 ] || echo ", exit $status: $(grep -m1 -E '^==[0-9]+==ERROR|^SUMMARY' "$tmp/$target.log")")"
   done
 else
   echo "(no clang fuzz build at $fuzz_build: cmake -S . -B build-fuzz -DCMAKE_CXX_COMPILER=clang++ -DSPMDCHECK_FUZZ=ON)"

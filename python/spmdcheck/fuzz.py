@@ -5,8 +5,9 @@ elementwise to scan/grad/shard_map/reshard) and checks each with `spmdcheck.chec
 partitioners (Shardy and GSPMD by default): the oracle and XLA's own executions judge them. A
 failure gets a signature as the HLO campaign names it (`spmdcheck check`'s `signature:` line,
 e.g. `shardy.miscompile.convolution`); one that matches corpus/xla-findings/known.json is
-counted as known. A new one is reduced on the JAX program (its recorded choices, replayed with
-ops deleted and choices simplified, while the signature stays) and written to DIR/<signature>/:
+counted as known (a guarded signature as `spmdcheck check` matches it on the module). A new
+one is reduced on the JAX program (its recorded choices, replayed with ops deleted and choices
+simplified, while the signature stays) and written to DIR/<signature>/:
 repro.py (public jax API only: exits 1 while the sharded run differs from the reference or XLA
 fails, 0 when they agree), program.json, module.mlir (what jax lowered), check.txt (spmdcheck's
 report) and finding.json. The run ends within T + 10% wall time, reductions included; the same
@@ -27,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 from . import programs as pg
 
@@ -57,21 +58,54 @@ def default_known_path() -> str:
   return os.path.join(repo_root(), "corpus", "xla-findings", "known.json")
 
 
-def load_known(path: Optional[str]) -> Dict[str, str]:
-  """signature -> the known finding's name (corpus/xla-findings/known.json).
+@dataclasses.dataclass
+class KnownFindings:
+  """corpus/xla-findings/known.json as the JAX-level campaign triages with it.
 
-  Only plain signatures: a `guarded_signatures` entry also needs the op list it names in the
-  module, which the C++ campaign checks; here such a finding is reported as new.
+  `plain`: signature -> the known finding's name. `names`: every finding's name. A guarded
+  signature (`guarded_signatures`: the signature counts only when the module holds an op or a
+  trigger it names) is matched by `spmdcheck check`, which has the module: its report's
+  `known finding: NAME` line is taken when NAME is in this file (so `--known none` or another
+  file still decides what counts as known).
   """
+  plain: Dict[str, str] = dataclasses.field(default_factory=dict)
+  names: Set[str] = dataclasses.field(default_factory=set)
+
+  def __bool__(self) -> bool:
+    return bool(self.names)
+
+  def name_of(self, outcome: "Outcome") -> str:
+    """The known finding `outcome` is, else ""."""
+    if outcome.signature in self.plain:
+      return self.plain[outcome.signature]
+    for name in outcome.check_known:
+      if name in self.names:
+        return name
+    return ""
+
+
+def load_known(path: Optional[str]) -> KnownFindings:
+  """The known findings of `path` (corpus/xla-findings/known.json); empty for None or a missing
+  file."""
+  known = KnownFindings()
   if not path or not os.path.exists(path):
-    return {}
+    return known
   with open(path) as f:
     data = json.load(f)
-  out: Dict[str, str] = {}
   for finding in data.get("findings", []):
+    name = finding.get("name", "?")
+    known.names.add(name)
     for signature in finding.get("signatures", []):
-      out.setdefault(signature, finding.get("name", "?"))
-  return out
+      known.plain.setdefault(signature, name)
+  return known
+
+
+def known_names_in(report: str) -> Tuple[str, ...]:
+  """The names on `spmdcheck check`'s `known finding(s): NAME (status, upstream); ...` line."""
+  m = re.search(r"^known findings?: (.*)$", report, re.MULTILINE)
+  if not m:
+    return ()
+  return tuple(re.findall(r"(?:^|; )([A-Za-z0-9_.\-]+) \(", m.group(1)))
 
 
 def sanitized(text: str) -> str:
@@ -97,6 +131,7 @@ class Outcome:
   check_text: str = ""      # spmdcheck check's text report (failures)
   module: str = ""          # the lowered module's path
   reproduce: str = ""
+  check_known: Tuple[str, ...] = ()  # the known findings check's report names (guards applied)
 
 
 def _parse_signature(text: str) -> Tuple[str, bool]:
@@ -160,6 +195,7 @@ def check_program(program: pg.Program, partitioner: str, workdir: str, timeout: 
       left = max(5.0, timeout - (time.monotonic() - start))
       try:
         out.signature, out.claim, out.check_text = _text_check(shlex.split(r.reproduce)[1:], left)
+        out.check_known = known_names_in(out.check_text)
       except _binary.SpmdcheckError as e:
         out.check_text = f"spmdcheck check failed: {e}"
   return out
@@ -196,7 +232,8 @@ def check_program_text(program: pg.Program, partitioner: str, workdir: str,
   return Outcome(name, m.group(1) if m else "unknown", "", "",
                  reason.group(1) if reason else "", confirmed="confirmed by XLA" in report,
                  signature=signature, claim=claim, check_text=report, module=path,
-                 reproduce="spmdcheck " + " ".join(shlex.quote(a) for a in args))
+                 reproduce="spmdcheck " + " ".join(shlex.quote(a) for a in args),
+                 check_known=known_names_in(report))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -524,7 +561,8 @@ def run_campaign(args: argparse.Namespace, start: float) -> int:
   print(f"spmdcheck.fuzz: seed {seed}, partitioners {','.join(partitioners)}, {budget:g} s, "
         f"out {out_dir}", flush=True)
   if known:
-    print(f"known findings: {known_path} ({len(known)} signatures)", flush=True)
+    print(f"known findings: {known_path} ({len(known.names)} findings, {len(known.plain)} plain "
+          f"signatures; guarded ones as spmdcheck check matches them)", flush=True)
 
   _ensure_devices(max(8, config.max_devices))
   import jax  # noqa: F401 (after the device count is set)
@@ -532,7 +570,7 @@ def run_campaign(args: argparse.Namespace, start: float) -> int:
   tallies: Dict[str, Dict[str, int]] = {p: {"holds": 0, "fails": 0, "unknown": 0}
                                          for p in partitioners}
   unknown_reasons: Dict[str, int] = {}
-  findings: Dict[str, FindingRecord] = {}
+  findings: Dict[Tuple[str, str], FindingRecord] = {}
   cases: List[CaseRecord] = []
   invalid: List[Dict[str, Any]] = []
   durations: List[float] = []
@@ -587,7 +625,8 @@ def run_campaign(args: argparse.Namespace, start: float) -> int:
       text = f"{o.partitioner} {o.verdict}"
       if o.signature:
         text += f" ({o.signature}"
-        text += f", known: {known[o.signature]})" if o.signature in known else ", new)"
+        name = known.name_of(o)
+        text += f", known: {name})" if name else ", new)"
       words.append(text)
     print(f"program {index} {record.fingerprint} {_describe(program)}: {', '.join(words)} "
           f"[{duration:.1f} s]", flush=True)
@@ -595,13 +634,16 @@ def run_campaign(args: argparse.Namespace, start: float) -> int:
     for o in outcomes:
       if not o.signature:
         continue
-      if o.signature in findings:
-        findings[o.signature].count += 1
+      # One record per signature and known finding: a guarded signature is known in one
+      # module and new in another.
+      key = (o.signature, known.name_of(o))
+      if key in findings:
+        findings[key].count += 1
         continue
-      f = FindingRecord(o.signature, o.partitioner, o.claim, known.get(o.signature, ""), index,
+      f = FindingRecord(o.signature, o.partitioner, o.claim, key[1], index,
                         confirmed_by_xla=o.confirmed, message=o.message[:500],
                         ops_before=program.size(), ops_after=program.size())
-      findings[o.signature] = f
+      findings[key] = f
       if f.known_as or o.status == "timeout":
         continue
       # New: reduce (while the signature stays), write the folder, run its repro. A smaller
@@ -620,22 +662,24 @@ def run_campaign(args: argparse.Namespace, start: float) -> int:
                                                               candidate.fingerprint()), left)
         except Exception:
           return None
-        if got.signature == wanted or (got.signature in known and
+        if got.signature == wanted or (known.name_of(got) and
                                        got.signature.startswith(kind) and got.claim):
           return got
         return None
 
       reduction = reduce_program(program, choices, config, interesting, deadline,
-                                 stop=lambda got: got.signature in known)
+                                 stop=lambda got: bool(known.name_of(got)))
       final = reduction.outcome or o
       f.ops_after = reduction.program.size()
       f.reduce_candidates = reduction.candidates
       f.reduce_seconds = round(reduction.seconds, 1)
-      as_known = final.signature if final.signature != o.signature else ""
-      if not as_known:
+      if final.signature != o.signature:
+        as_known, as_known_name = final.signature, known.name_of(final)
+      else:
         as_known = single_op_signature(reduction.program, final.signature)
-      if as_known in known:
-        f.known_as = known[as_known]
+        as_known_name = known.plain.get(as_known, "")
+      if as_known_name:
+        f.known_as = as_known_name
         f.reduced_to = as_known
         final = dataclasses.replace(final, signature=as_known)
         print(f"  finding {o.signature}: reduced {f.ops_before} -> {f.ops_after} ops, it is "

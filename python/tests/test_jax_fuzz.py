@@ -97,10 +97,34 @@ def test_a_repro_exits_1_when_the_sharded_run_differs(tmp_path):
   assert "differs" in proc.stdout
 
 
+def test_a_guarded_signature_is_known_as_spmdcheck_check_matches_it_on_the_module():
+  # The silent form of noop-op-sharding-overwrites-shard-to-full: its signature is guarded in
+  # known.json (it counts only when the module holds the trigger), so the plain table does not
+  # know it; `spmdcheck check` evaluates the guard on the module and names the finding.
+  module = os.path.join(fuzz.repo_root(), "corpus", "xla-findings",
+                        "noop-op-sharding-overwrites-shard-to-full", "miscompile_module.hlo")
+  signature, claim, report = fuzz._text_check(["check", module, "--partitioner", "xla"], 300)
+  assert signature == "xla.round-trip-changes-meaning.transpose", report
+  assert not claim
+  known = fuzz.load_known(fuzz.default_known_path())
+  assert signature not in known.plain
+  outcome = fuzz.Outcome("gspmd", "unknown", signature=signature, check_text=report,
+                         check_known=fuzz.known_names_in(report))
+  assert outcome.check_known == ("noop-op-sharding-overwrites-shard-to-full",)
+  assert known.name_of(outcome) == "noop-op-sharding-overwrites-shard-to-full"
+  # With no known findings (--known none), check's naming does not make it known.
+  assert fuzz.load_known(None).name_of(outcome) == ""
+  # Several names on one line (a signature shared by several findings).
+  line = ("known findings: a-b (open, https://x/1; y); c.d (fixed in 0.12, z) "
+          "(corpus/xla-findings; one signature, several bugs: compare with their READMEs)\n")
+  assert fuzz.known_names_in(line) == ("a-b", "c.d")
+  assert fuzz.known_names_in("signature: x\n") == ()
+
+
 def test_signatures_are_triaged_against_the_known_findings(tmp_path):
   known = fuzz.load_known(fuzz.default_known_path())
-  assert known.get("xla.miscompile.slice") == "strided-slice-start-dropped"
-  assert known.get("shardy.miscompile.slice") == "strided-slice-start-dropped"
+  assert known.plain.get("xla.miscompile.slice") == "strided-slice-start-dropped"
+  assert known.plain.get("shardy.miscompile.slice") == "strided-slice-start-dropped"
   text = "verdict: fails\nsignature: shardy.miscompile.slice\nreproduce: spmdcheck check m\n"
   assert fuzz._parse_signature(text) == ("shardy.miscompile.slice", True)
   assert fuzz._parse_signature("signature: xla.oracle-only.dot (to investigate: not a bug "
