@@ -82,7 +82,8 @@ print(f"  ratio campaign/bare: {rate / bare_rate:.3f} over the cases' wall time 
 print(f"  campaign's case time: XLA compiling {share(t['partition']):.0f}%, XLA executing and the "
       f"one-device compile {share(t['execute']):.0f}%, ours {share(ours):.0f}% (generator "
       f"{share(t['generate']):.1f}%, oracle {share(t['oracle']):.1f}%, interpreter "
-      f"{share(t['interpreter']):.1f}%, round trips, worker starts and dumps "
+      f"{share(t['interpreter']):.1f}%, round-trip judge {share(t.get('round_trip_judge', 0)):.1f}%, "
+      f"round trips, worker starts and dumps "
       f"{share(t['other']):.1f}%); the lint {t['lint']:.1f} s on its own thread, beside the cases")
 PY
 done

@@ -208,10 +208,11 @@ std::string CampaignReport::ToString() const {
     absl::StrAppendFormat(
         &out,
         "time: partitioners %.0f%%, their executions %.0f%%, ours %.0f%% "
-        "(generator %.1f%%, oracle %.1f%%, interpreter %.1f%%, round trips and "
-        "dumps %.1f%%), reductions and repros %.0f%%%s\n",
+        "(generator %.1f%%, oracle %.1f%%, interpreter %.1f%%, round-trip judge %.1f%%, round "
+        "trips and dumps %.1f%%), reductions and repros %.0f%%%s\n",
         share(times.partition), share(times.execute), share(times.Ours()), share(times.generate),
-        share(times.oracle), share(times.interpreter), share(times.Other()), share(times.reduce),
+        share(times.oracle), share(times.interpreter), share(times.round_trip),
+        share(times.Other()), share(times.reduce),
         times.lint > 0
             ? absl::StrFormat("; the lint %.1f s on its own thread, overlapping the cases",
                               times.lint)
@@ -358,6 +359,7 @@ nlohmann::json CampaignReport::ToJson(const CampaignOptions& options) const {
             {"execute", times.execute},
             {"interpreter", times.interpreter},
             {"oracle", times.oracle},
+            {"round_trip_judge", times.round_trip},
             {"lint", times.lint},
             {"reduce", times.reduce},
             {"cases", times.cases},
@@ -418,6 +420,9 @@ class Campaign {
     report_.times.partition += outcome.self_report.seconds;
     report_.times.oracle += outcome.oracle_seconds;
     report_.times.interpreter += outcome.interpreter_seconds;
+    for (const check::JudgeRecord& record : outcome.judges) {
+      if (record.judge == "round-trip" && record.ran) report_.times.round_trip += record.seconds;
+    }
     // What the runtime reports beyond the compile the check judged: the one-device compile and
     // both executions. Without a report, the executions' wall time less our interpreter's.
     report_.times.execute +=

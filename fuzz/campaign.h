@@ -156,6 +156,9 @@ struct CampaignTimes {
   double execute = 0;
   double interpreter = 0;  // Ours: our interpreter on the global program, against XLA's.
   double oracle = 0;       // Ours: the N-device oracle.
+  // Ours: the round-trip judge (check/judges.h: our interpreter on the module as sent and as
+  // the partitioner received it, when a route such as HLO -> StableHLO -> HLO changed it).
+  double round_trip = 0;
   // Ours: the collective lint on correct partitionings. It runs on a thread of its own while the
   // next cases compile (fuzz/background_cost_check.h), so it is not part of `cases`; a case that
   // waited for it (two partitionings already waiting) counts the wait in `Other()`.
@@ -173,7 +176,7 @@ struct CampaignTimes {
   // pipes), HLO -> StableHLO, XLA's dumps written and parsed, inputs, comparisons, waiting for
   // the lint's thread.
   double Other() const {
-    const double parts = generate + partition + execute + interpreter + oracle;
+    const double parts = generate + partition + execute + interpreter + oracle + round_trip;
     return cases > parts ? cases - parts : 0.0;
   }
   double Total() const { return cases + reduce; }
