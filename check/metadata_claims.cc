@@ -83,6 +83,17 @@ std::map<std::string, oracle::EquivOptions::HeldValue> ClaimsFromMetadata(
     const Global& g = by_op_name.at(last_made.at(made));
     claims[made] = {g.name, g.sharding};
   }
+  // Tentative claims: an instruction named after X with X's whole shape may be a full copy of X
+  // that XLA made for a consumer (the all-gather that reshards X for a strided slice carries X's
+  // op_name). Found right on every device, the search for a later wrong value's makers stops
+  // there, so that the source op named as the root cause is the consumer's, not X's; a partial
+  // value of X's shape (a dot's local sum before its all-reduce) is wrong and no divergence.
+  for (const auto& i : partitioned.entry()->instructions()) {
+    if (claims.contains(i->name()) || IsPartialShift(*i, partitioned.num_partitions())) continue;
+    auto it = by_op_name.find(MetadataOpName(*i));
+    if (it == by_op_name.end() || !i->shape().Compatible(it->second.shape)) continue;
+    claims[i->name()] = {it->second.name, HloSharding::Replicate(), /*tentative=*/true};
+  }
   return claims;
 }
 

@@ -136,6 +136,24 @@ struct Claim {
   std::string holds;  // The global instruction's name.
   HloSharding sharding;
   std::vector<int64_t> leaf;  // Of a tuple value: the leaf's path; empty for the whole value.
+  bool tentative = false;     // EquivOptions::HeldValue::tentative.
+};
+
+// The claimed values a search for a wrong value's makers stops at: every claim but the
+// tentative ones not (yet) found right on every device.
+class StopsAt {
+ public:
+  StopsAt(const absl::flat_hash_map<const HloInstruction*, Claim>& claims,
+          const absl::flat_hash_set<const HloInstruction*>& right_tentative)
+      : claims_(claims), right_tentative_(right_tentative) {}
+  bool contains(const HloInstruction* instruction) const {
+    auto it = claims_.find(instruction);
+    return it != claims_.end() && (!it->second.tentative || right_tentative_.contains(instruction));
+  }
+
+ private:
+  const absl::flat_hash_map<const HloInstruction*, Claim>& claims_;
+  const absl::flat_hash_set<const HloInstruction*>& right_tentative_;
 };
 
 // A claim on `held` ("NAME" or a tuple leaf "NAME{i}{j}", EquivOptions::HeldValue); a path that
@@ -201,7 +219,9 @@ absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(
       std::optional<Claim> claim;
       if (given_here != nullptr) {
         if (auto it = given_here->find(instruction.name()); it != given_here->end()) {
-          claims.emplace(&instruction, ClaimOf(it->second.global, it->second.sharding));
+          Claim given_claim = ClaimOf(it->second.global, it->second.sharding);
+          given_claim.tentative = it->second.tentative;
+          claims.emplace(&instruction, std::move(given_claim));
           continue;
         }
       }
@@ -237,8 +257,7 @@ absl::flat_hash_map<const HloInstruction*, Claim> ClaimsOf(
 // The unclaimed instructions that feed `roots` (their operands, theirs, ...), stopping at
 // claimed values and parameters; `roots` themselves are included.
 absl::flat_hash_set<const HloInstruction*> UnclaimedCone(
-    const std::vector<const HloInstruction*>& roots,
-    const absl::flat_hash_map<const HloInstruction*, Claim>& claims,
+    const std::vector<const HloInstruction*>& roots, const StopsAt& claims,
     std::vector<const HloInstruction*>* order = nullptr) {
   std::vector<const HloInstruction*> cone = roots;
   absl::flat_hash_set<const HloInstruction*> seen(roots.begin(), roots.end());
@@ -300,11 +319,9 @@ const HloInstruction* LeafMaker(const HloInstruction& tuple, absl::string_view l
 // `wrong_leaf`: the leaf of `diverging` found wrong (ElementMismatch::leaf). A tuple made by a
 // tuple instruction is wrong through that leaf's operand only: the other leaves' makers (a
 // right all-to-all beside the wrong all-gather of one sort's two outputs) are not suspects.
-std::vector<Divergence::Suspect> SuspectsOf(
-    const HloInstruction& diverging,
-    const absl::flat_hash_map<const HloInstruction*, Claim>& claims,
-    const std::vector<const HloInstruction*>& verified, bool later_trip,
-    absl::string_view wrong_leaf) {
+std::vector<Divergence::Suspect> SuspectsOf(const HloInstruction& diverging, const StopsAt& claims,
+                                            const std::vector<const HloInstruction*>& verified,
+                                            bool later_trip, absl::string_view wrong_leaf) {
   const HloInstruction* maker = LeafMaker(diverging, wrong_leaf);
   if (claims.contains(maker)) maker = &diverging;
   std::vector<const HloInstruction*> roots = {maker};
@@ -606,6 +623,10 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
   // Claimed instructions checked right on every device before the first divergence.
   std::vector<const HloInstruction*> verified;
   absl::flat_hash_set<const HloInstruction*> verified_set;
+  // Of them, the tentative claims (right on every device each time they were checked).
+  absl::flat_hash_set<const HloInstruction*> right_tentative;
+  absl::flat_hash_set<const HloInstruction*> wrong_tentative;
+  const StopsAt stops_at(claims, right_tentative);
   absl::flat_hash_set<const HloInstruction*> diverged;
   absl::flat_hash_map<const HloInstruction*, size_t> trips;
   first_engine.set_observer([&](const HloInstruction& instruction, absl::Span<const int64_t>,
@@ -648,10 +669,11 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
     const Literal* leaf = LeafOf(taken->second[trip], claim->second.leaf);
     if (leaf == nullptr) return;
     const Literal& global = *leaf;
-    ++report->annotations_checked;
+    const bool tentative = claim->second.tentative;
+    if (!tentative) ++report->annotations_checked;
     // One divergence per instruction: a loop body's wrong value is wrong again on the next trip.
     if (report->later_divergences.size() >= EquivReport::kMaxLaterDivergences ||
-        diverged.contains(&instruction)) {
+        diverged.contains(&instruction) || wrong_tentative.contains(&instruction)) {
       return;
     }
     Divergence divergence;
@@ -661,7 +683,7 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
                        setup.tolerance);
       if (!compared.ok()) {
         // The local shape is not the claimed shard's (e.g. a padded buffer): not comparable.
-        --report->annotations_checked;
+        if (!tentative) --report->annotations_checked;
         return;
       }
       if (!compared->has_value()) continue;
@@ -669,6 +691,15 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
         divergence.device = devices[i];
         divergence.mismatch = **compared;
       }
+    }
+    if (tentative) {
+      // Right every time, it ends searches for makers; once wrong, it is unclaimed for good.
+      if (divergence.devices_wrong > 0) {
+        right_tentative.erase(&instruction);
+        wrong_tentative.insert(&instruction);
+        return;
+      }
+      right_tentative.insert(&instruction);
     }
     if (divergence.devices_wrong == 0) {
       if (verified_set.insert(&instruction).second) verified.push_back(&instruction);
@@ -678,7 +709,7 @@ void Localise(const EquivSetup& setup, Engine& first_engine, Engine& second_engi
     divergence.instruction = instruction.name();
     // Right on an earlier trip of a loop and wrong now: what made it then is no evidence.
     divergence.suspects = SuspectsOf(
-        instruction, claims,
+        instruction, stops_at,
         verified_set.contains(&instruction) ? std::vector<const HloInstruction*>{} : verified,
         trip > 0, divergence.mismatch.leaf);
     divergence.location = instruction.location();

@@ -45,6 +45,10 @@ struct EquivOptions {
   struct HeldValue {
     std::string global;
     HloSharding sharding;
+    // A value the instruction may hold (a full copy XLA made of a source op for a consumer):
+    // checked like a claim, but only when it is right on every device does it count (the
+    // search for the makers of a later wrong value stops there); wrong, it is no divergence.
+    bool tentative = false;
   };
   std::map<std::string, HeldValue> claims;
   // Claims for the computations the entry calls (a while body's instructions, checked on every

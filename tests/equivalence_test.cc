@@ -232,6 +232,67 @@ ENTRY main {
   EXPECT_EQ(suspects, (std::vector<std::string>{"wrong", "d"}));
 }
 
+// A tentative claim (EquivOptions::HeldValue::tentative) found right ends the search for the
+// makers of a later wrong value: the whole copy `g` of `x`, made right, is not a suspect of the
+// wrong slice after it (XLA labels such a reshard after its producer, and the producer's op was
+// named as the root cause). Found wrong, a tentative claim is no divergence and stays a suspect.
+TEST(EquivalenceTest, ATentativeClaimFoundRightIsNoSuspect) {
+  auto parse = [](absl::string_view text) {
+    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
+    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+    return std::move(parsed->module);
+  };
+  std::unique_ptr<HloModule> global = parse(R"(HloModule g, num_partitions=2
+ENTRY main {
+  a = f32[4] parameter(0), sharding={devices=[2]<=[2]}
+  x = f32[4] negate(a), sharding={devices=[2]<=[2]}
+  ROOT s = f32[2] slice(x), slice={[1:3]}, sharding={replicated}
+}
+)");
+  auto partitioned_with = [&](absl::string_view gather) {
+    return parse(absl::StrCat(R"(HloModule p, num_partitions=2
+ENTRY main {
+  a = f32[2] parameter(0), sharding={devices=[2]<=[2]}
+  x = f32[2] negate(a)
+  )",
+                              gather, R"(
+  ROOT s = f32[2] slice(g), slice={[0:2]}
+}
+)"));
+  };
+  EquivOptions options;
+  options.first_is_global = true;
+  options.claims["x"] = {"x", *ParseSharding("{devices=[2]<=[2]}")};
+  options.claims["g"] = {"x", HloSharding::Replicate(), /*tentative=*/true};
+  options.claims["s"] = {"s", HloSharding::Replicate()};
+  auto suspects_of = [](const EquivReport& report) {
+    std::vector<std::string> names;
+    for (const Divergence::Suspect& s : report.first_divergence->suspects) names.push_back(s.name);
+    return names;
+  };
+  // The all-gather is right, the slice's start is dropped (0 instead of 1).
+  std::unique_ptr<HloModule> right_gather = partitioned_with(
+      "g = f32[4] all-gather(x), channel_id=1, replica_groups={{0,1}}, dimensions={0}, "
+      "use_global_device_ids=true");
+  absl::StatusOr<EquivReport> report = CheckEquivalence(*global, *right_gather, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->verdict, Verdict::kFails) << FormatEquivReport(*report);
+  ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
+  EXPECT_EQ(report->first_divergence->instruction, "s");
+  EXPECT_EQ(suspects_of(*report), (std::vector<std::string>{"s"}));
+  // The all-gather gathers in the wrong order: no divergence at it (a tentative claim), but it
+  // is among the wrong slice's suspects.
+  std::unique_ptr<HloModule> wrong_gather = partitioned_with(
+      "g = f32[4] all-gather(x), channel_id=1, replica_groups={{1,0}}, dimensions={0}, "
+      "use_global_device_ids=true");
+  report = CheckEquivalence(*global, *wrong_gather, options);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  ASSERT_EQ(report->verdict, Verdict::kFails) << FormatEquivReport(*report);
+  ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
+  EXPECT_EQ(report->first_divergence->instruction, "s");
+  EXPECT_EQ(suspects_of(*report), (std::vector<std::string>{"g", "s"}));
+}
+
 // Two independent wrong values: both are reported, the second among the later divergences (XLA's
 // execution may flag only the second's output, check/signature.cc), and each instruction once
 // however often it runs.

@@ -117,6 +117,31 @@ ENTRY main {
   EXPECT_FALSE(claims.contains("n"));
 }
 
+// An all-gather named after the copy, with the copy's whole shape (the reshard of the copy for a
+// consumer that needs all of it, as GSPMD labels it): a tentative claim on all of the copy; the
+// instruction with the tile shape keeps the real claim.
+TEST(MetadataClaims, AWholeCopyNamedAfterAnOpClaimsItTentatively) {
+  std::unique_ptr<HloModule> received = Parse(kReceived);
+  std::unique_ptr<HloModule> propagated = Parse(kPropagated);
+  std::unique_ptr<HloModule> partitioned = Parse(R"(HloModule g_spmd, num_partitions=3
+ENTRY main {
+  p = f32[2] parameter(0), metadata={op_name="p"}
+  c = f32[2] copy(p), metadata={op_name="copy.15"}
+  whole = f32[6] all-gather(c), channel_id=1, replica_groups={{0,1,2}}, dimensions={0}, metadata={op_name="copy.15"}
+  ROOT n = f32[2] negate(c), metadata={op_name="negate.16"}
+}
+)");
+  auto claims = ClaimsFromMetadata(*received, propagated.get(), *partitioned);
+  ASSERT_TRUE(claims.contains("c"));
+  EXPECT_FALSE(claims.at("c").tentative);
+  ASSERT_TRUE(claims.contains("whole"));
+  EXPECT_EQ(claims.at("whole").global, "c");
+  EXPECT_TRUE(claims.at("whole").tentative);
+  EXPECT_TRUE(claims.at("whole").sharding.IsReplicated());
+  // A parameter's name is no source op (its value is the input itself).
+  EXPECT_FALSE(claims.contains("p"));
+}
+
 TEST(MetadataClaims, NoPropagatedModuleNoClaims) {
   std::unique_ptr<HloModule> received = Parse(kReceived);
   std::unique_ptr<HloModule> partitioned = Parse(Partitioned("{{1,0},{2,1}}"));
