@@ -1,6 +1,8 @@
 #include "check/metadata_claims.h"
 
 #include <set>
+#include <string>
+#include <vector>
 
 #include "check/check_pipeline.h"
 
@@ -83,16 +85,34 @@ std::map<std::string, oracle::EquivOptions::HeldValue> ClaimsFromMetadata(
     const Global& g = by_op_name.at(last_made.at(made));
     claims[made] = {g.name, g.sharding};
   }
-  // Tentative claims: an instruction named after X with X's whole shape may be a full copy of X
-  // that XLA made for a consumer (the all-gather that reshards X for a strided slice carries X's
-  // op_name). Found right on every device, the search for a later wrong value's makers stops
-  // there, so that the source op named as the root cause is the consumer's, not X's; a partial
-  // value of X's shape (a dot's local sum before its all-reduce) is wrong and no divergence.
+  // Tentative claims: an instruction named after X with the whole shape of X, else of one of X's
+  // operands, may be a full copy of it that XLA made for a consumer (the all-gather that
+  // reshards X for a strided slice carries X's op_name; the slice that cuts the padding off
+  // such an all-gather carries the consumer's). Found right on every device, the search for a
+  // later wrong value's makers stops there, so that the source op named as the root cause is
+  // the one whose handler went wrong after it; a partial value of that shape (a dot's local sum
+  // before its all-reduce) is wrong and no divergence.
+  std::map<std::string, const HloInstruction*> judged_by_op_name;
+  for (const auto& g : judged.entry()->instructions()) {
+    const std::string op_name = MetadataOpName(*g);
+    if (!op_name.empty() && g->opcode() != HloOpcode::kParameter) {
+      judged_by_op_name[op_name] = g.get();
+    }
+  }
   for (const auto& i : partitioned.entry()->instructions()) {
-    if (claims.contains(i->name()) || IsPartialShift(*i, partitioned.num_partitions())) continue;
-    auto it = by_op_name.find(MetadataOpName(*i));
-    if (it == by_op_name.end() || !i->shape().Compatible(it->second.shape)) continue;
-    claims[i->name()] = {it->second.name, HloSharding::Replicate(), /*tentative=*/true};
+    if (claims.contains(i->name()) || !i->shape().IsArray() ||
+        IsPartialShift(*i, partitioned.num_partitions())) {
+      continue;
+    }
+    auto source = judged_by_op_name.find(MetadataOpName(*i));
+    if (source == judged_by_op_name.end()) continue;
+    std::vector<const HloInstruction*> candidates = {source->second};
+    for (const HloInstruction* operand : source->second->operands()) candidates.push_back(operand);
+    for (const HloInstruction* candidate : candidates) {
+      if (!candidate->shape().IsArray() || !i->shape().Compatible(candidate->shape())) continue;
+      claims[i->name()] = {candidate->name(), HloSharding::Replicate(), /*tentative=*/true};
+      break;
+    }
   }
   return claims;
 }

@@ -18,7 +18,8 @@ namespace spmdcheck::check {
 // window), and the op of X's own opcode before it holds a partial value, which used to be named
 // as the first divergence. A collective-permute that leaves a partition without data (a halo
 // exchange) holds a neighbour's edge and claims nothing. Other instructions named after X with
-// X's whole shape claim tentatively to hold all of X (EquivOptions::HeldValue::tentative).
+// the whole shape of X, else of an operand of X, claim tentatively to hold all of it
+// (EquivOptions::HeldValue::tentative).
 // `judged` is the module XLA received, `propagated` the same after sharding propagation (none:
 // no claims), `partitioned` XLA's partitioned module.
 std::map<std::string, oracle::EquivOptions::HeldValue> ClaimsFromMetadata(

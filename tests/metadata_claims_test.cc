@@ -142,6 +142,46 @@ ENTRY main {
   EXPECT_FALSE(claims.contains("p"));
 }
 
+// The consumer's handler cuts the padding off a padded all-gather of its operand: that slice,
+// named after the consumer (a slice of the copy), has the operand's whole shape and claims it
+// tentatively.
+TEST(MetadataClaims, AWholeCopyOfAnOperandNamedAfterItsConsumerClaimsItTentatively) {
+  std::unique_ptr<HloModule> received = Parse(R"(HloModule g, num_partitions=3
+ENTRY main {
+  p = f32[6] parameter(0), metadata={op_name="p"}
+  c = f32[6] copy(p), metadata={op_name="copy.15"}
+  ROOT s = f32[3] slice(c), slice={[1:4]}, metadata={op_name="slice.16"}
+}
+)");
+  std::unique_ptr<HloModule> propagated = Parse(R"(HloModule g, num_partitions=3
+ENTRY main {
+  p = f32[6] parameter(0), sharding={devices=[3]<=[3]}
+  c = f32[6] copy(p), sharding={devices=[3]<=[3]}
+  ROOT s = f32[3] slice(c), sharding={devices=[3]<=[3]}
+}
+)");
+  std::unique_ptr<HloModule> partitioned = Parse(R"(HloModule g_spmd, num_partitions=3
+ENTRY main {
+  p = f32[2] parameter(0), metadata={op_name="p"}
+  c = f32[2] copy(p), metadata={op_name="copy.15"}
+  z = f32[] constant(0)
+  padded = f32[3] pad(c, z), padding=0_1, metadata={op_name="copy.15"}
+  gathered = f32[9] all-gather(padded), channel_id=1, replica_groups={{0,1,2}}, dimensions={0}, metadata={op_name="copy.15"}
+  whole = f32[6] slice(gathered), slice={[0:6]}, metadata={op_name="slice.16"}
+  ROOT s = f32[1] slice(whole), slice={[1:2]}, metadata={op_name="slice.16"}
+}
+)");
+  auto claims = ClaimsFromMetadata(*received, propagated.get(), *partitioned);
+  ASSERT_TRUE(claims.contains("whole"));
+  EXPECT_EQ(claims.at("whole").global, "c");
+  EXPECT_TRUE(claims.at("whole").tentative);
+  // Neither the padded part nor the padded gather has the whole shape of the copy or its operand.
+  EXPECT_FALSE(claims.contains("padded"));
+  EXPECT_FALSE(claims.contains("gathered"));
+  ASSERT_TRUE(claims.contains("s"));
+  EXPECT_FALSE(claims.at("s").tentative);
+}
+
 TEST(MetadataClaims, NoPropagatedModuleNoClaims) {
   std::unique_ptr<HloModule> received = Parse(kReceived);
   std::unique_ptr<HloModule> partitioned = Parse(Partitioned("{{1,0},{2,1}}"));
