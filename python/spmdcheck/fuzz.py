@@ -636,14 +636,14 @@ def run_campaign(args: argparse.Namespace, start: float) -> int:
         continue
       # One record per signature and known finding: a guarded signature is known in one
       # module and new in another.
-      key = (o.signature, known.name_of(o))
-      if key in findings:
-        findings[key].count += 1
+      finding_key = (o.signature, known.name_of(o))
+      if finding_key in findings:
+        findings[finding_key].count += 1
         continue
-      f = FindingRecord(o.signature, o.partitioner, o.claim, key[1], index,
+      f = FindingRecord(o.signature, o.partitioner, o.claim, finding_key[1], index,
                         confirmed_by_xla=o.confirmed, message=o.message[:500],
                         ops_before=program.size(), ops_after=program.size())
-      findings[key] = f
+      findings[finding_key] = f
       if f.known_as or o.status == "timeout":
         continue
       # New: reduce (while the signature stays), write the folder, run its repro. A smaller
