@@ -24,6 +24,13 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// The module of `text` (a parse error fails the test and gives null).
+std::unique_ptr<HloModule> ParseForTest(absl::string_view text) {
+  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
+  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
+  return parsed.ok() ? std::move(parsed->module) : nullptr;
+}
 namespace fs = std::filesystem;
 
 std::string ReadCase(const std::string& name) {
@@ -143,11 +150,6 @@ TEST_F(SeedCaseTest, SmallestCounterexampleFromTheCaseReadme) {
 // program (found by the campaign, seed 7 case 620: run device by device on shards, device 1's
 // padding made its TopK indices differ).
 TEST(EquivalenceTest, ATopKDoesNotMakeTheGlobalProgramAPartitionedOne) {
-  auto parse = [](absl::string_view text) {
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
-    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-    return std::move(parsed->module);
-  };
   const std::string comparator = R"(
 cmp {
   a = f32[] parameter(0)
@@ -156,7 +158,7 @@ cmp {
 }
 )";
   std::unique_ptr<HloModule> global =
-      parse(absl::StrCat("HloModule g, num_partitions=2\n", comparator, R"(
+      ParseForTest(absl::StrCat("HloModule g, num_partitions=2\n", comparator, R"(
 ENTRY main {
   p = f32[1,3] parameter(0), sharding={devices=[2,1]<=[2]}
   z = f32[] constant(0)
@@ -166,7 +168,7 @@ ENTRY main {
 }
 )"));
   std::unique_ptr<HloModule> partitioned =
-      parse(absl::StrCat("HloModule p, num_partitions=2\n", comparator, R"(
+      ParseForTest(absl::StrCat("HloModule p, num_partitions=2\n", comparator, R"(
 ENTRY main {
   p = f32[1,3] parameter(0), sharding={devices=[2,1]<=[2]}
   ag = f32[2,3] all-gather(p), channel_id=1, replica_groups=[1,2]<=[2], dimensions={0}, use_global_device_ids=true
@@ -190,12 +192,7 @@ ENTRY main {
 // (found by the campaign, seed 20261204: a dynamic-update-slice's wrong select was named after
 // the reverse whose offset computation it reused).
 TEST(EquivalenceTest, SuspectsLeaveOutWhatAlsoMadeAValueFoundRight) {
-  auto parse = [](absl::string_view text) {
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
-    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-    return std::move(parsed->module);
-  };
-  std::unique_ptr<HloModule> global = parse(R"(HloModule g, num_partitions=2
+  std::unique_ptr<HloModule> global = ParseForTest(R"(HloModule g, num_partitions=2
 ENTRY main {
   a = f32[4] parameter(0), sharding={devices=[2]<=[2]}
   b = f32[4] parameter(1), sharding={devices=[2]<=[2]}
@@ -204,7 +201,7 @@ ENTRY main {
   ROOT t = (f32[4], f32[4]) tuple(r, d), sharding={{devices=[2]<=[2]}, {devices=[2]<=[2]}}
 }
 )");
-  std::unique_ptr<HloModule> partitioned = parse(R"(HloModule p, num_partitions=2
+  std::unique_ptr<HloModule> partitioned = ParseForTest(R"(HloModule p, num_partitions=2
 ENTRY main {
   a = f32[2] parameter(0), sharding={devices=[2]<=[2]}
   b = f32[2] parameter(1), sharding={devices=[2]<=[2]}
@@ -237,12 +234,7 @@ ENTRY main {
 // wrong slice after it (XLA labels such a reshard after its producer, and the producer's op was
 // named as the root cause). Found wrong, a tentative claim is no divergence and stays a suspect.
 TEST(EquivalenceTest, ATentativeClaimFoundRightIsNoSuspect) {
-  auto parse = [](absl::string_view text) {
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
-    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-    return std::move(parsed->module);
-  };
-  std::unique_ptr<HloModule> global = parse(R"(HloModule g, num_partitions=2
+  std::unique_ptr<HloModule> global = ParseForTest(R"(HloModule g, num_partitions=2
 ENTRY main {
   a = f32[4] parameter(0), sharding={devices=[2]<=[2]}
   x = f32[4] negate(a), sharding={devices=[2]<=[2]}
@@ -250,12 +242,12 @@ ENTRY main {
 }
 )");
   auto partitioned_with = [&](absl::string_view gather) {
-    return parse(absl::StrCat(R"(HloModule p, num_partitions=2
+    return ParseForTest(absl::StrCat(R"(HloModule p, num_partitions=2
 ENTRY main {
   a = f32[2] parameter(0), sharding={devices=[2]<=[2]}
   x = f32[2] negate(a)
   )",
-                              gather, R"(
+                                     gather, R"(
   ROOT s = f32[2] slice(g), slice={[0:2]}
 }
 )"));
@@ -297,12 +289,7 @@ ENTRY main {
 // execution may flag only the second's output, check/signature.cc), and each instruction once
 // however often it runs.
 TEST(EquivalenceTest, ReportsTheDivergencesAfterTheFirst) {
-  auto parse = [](absl::string_view text) {
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
-    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-    return std::move(parsed->module);
-  };
-  std::unique_ptr<HloModule> global = parse(R"(HloModule g, num_partitions=2
+  std::unique_ptr<HloModule> global = ParseForTest(R"(HloModule g, num_partitions=2
 ENTRY main {
   a = f32[4] parameter(0), sharding={devices=[2]<=[2]}
   b = f32[4] parameter(1), sharding={devices=[2]<=[2]}
@@ -312,7 +299,7 @@ ENTRY main {
   ROOT t = (f32[4], f32[4]) tuple(s, d), sharding={{devices=[2]<=[2]}, {devices=[2]<=[2]}}
 }
 )");
-  std::unique_ptr<HloModule> partitioned = parse(R"(HloModule p, num_partitions=2
+  std::unique_ptr<HloModule> partitioned = ParseForTest(R"(HloModule p, num_partitions=2
 ENTRY main {
   a = f32[2] parameter(0), sharding={devices=[2]<=[2]}
   b = f32[2] parameter(1), sharding={devices=[2]<=[2]}
@@ -367,14 +354,9 @@ ENTRY main {
 // body's instructions are checked against the global body's on every trip (before, only the
 // entry's were, and the whole `while` was named).
 TEST(EquivalenceTest, LocalisesInsideALoopBodyOnEveryTrip) {
-  auto parse = [](absl::string_view text) {
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
-    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-    return std::move(parsed->module);
-  };
   // Doubles x on each of 3 trips; the partitioned body adds a wrong 1 from the second trip on.
-  std::unique_ptr<HloModule> global = parse(kDoublingLoopGlobal);
-  std::unique_ptr<HloModule> partitioned = parse(R"(HloModule p, num_partitions=2
+  std::unique_ptr<HloModule> global = ParseForTest(kDoublingLoopGlobal);
+  std::unique_ptr<HloModule> partitioned = ParseForTest(R"(HloModule p, num_partitions=2
 cond {
   s = (s32[], f32[2]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
   i = s32[] get-tuple-element(s), index=0, sharding={replicated}
@@ -423,12 +405,7 @@ ENTRY main {
 // A loop's state found wrong on a later trip, where the body ends in an unclaimed instruction
 // (a reshard of ours): the suspects are what the body made it from on the trip before.
 TEST(EquivalenceTest, ALoopStateWrongOnALaterTripSuspectsTheBodysEnd) {
-  auto parse = [](absl::string_view text) {
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
-    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-    return std::move(parsed->module);
-  };
-  std::unique_ptr<HloModule> global = parse(R"(HloModule g, num_partitions=2
+  std::unique_ptr<HloModule> global = ParseForTest(R"(HloModule g, num_partitions=2
 cond {
   s = (s32[], f32[4]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
   i = s32[] get-tuple-element(s), index=0, sharding={replicated}
@@ -452,7 +429,7 @@ ENTRY main {
 }
 )");
   // The body's end negates the carried value (an unclaimed, wrong reshard step).
-  std::unique_ptr<HloModule> partitioned = parse(R"(HloModule p, num_partitions=2
+  std::unique_ptr<HloModule> partitioned = ParseForTest(R"(HloModule p, num_partitions=2
 cond {
   s = (s32[], f32[2]) parameter(0), sharding={{replicated}, {devices=[2]<=[2]}}
   i = s32[] get-tuple-element(s), index=0, sharding={replicated}
@@ -495,12 +472,7 @@ ENTRY main {
 // and finds the first wrong value (before, it ran it on one device, failed, and localised
 // nothing: "none of the 0 annotated instructions").
 TEST(EquivalenceTest, LocalisesWhenTheGlobalProgramHasManualRegions) {
-  auto parse = [](absl::string_view text) {
-    absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
-    EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-    return std::move(parsed->module);
-  };
-  std::unique_ptr<HloModule> global = parse(R"(HloModule g, num_partitions=2
+  std::unique_ptr<HloModule> global = ParseForTest(R"(HloModule g, num_partitions=2
 region {
   m = f32[2] parameter(0), sharding={manual}
   ROOT mm = f32[2] negate(m), sharding={manual}
@@ -513,7 +485,7 @@ ENTRY main {
   ROOT to-full = f32[4] custom-call(called), custom_call_target="SPMDShardToFullShape", sharding={devices=[2]<=[2]}
 }
 )");
-  std::unique_ptr<HloModule> partitioned = parse(R"(HloModule p, num_partitions=2
+  std::unique_ptr<HloModule> partitioned = ParseForTest(R"(HloModule p, num_partitions=2
 region {
   m = f32[2] parameter(0), sharding={manual}
   ROOT mm = f32[2] negate(m), sharding={manual}
@@ -532,12 +504,6 @@ ENTRY main {
   ASSERT_EQ(report->verdict, Verdict::kFails) << FormatEquivReport(*report);
   ASSERT_TRUE(report->first_divergence.has_value()) << FormatEquivReport(*report);
   EXPECT_EQ(report->first_divergence->instruction, "d");
-}
-
-std::unique_ptr<HloModule> ParseForTest(absl::string_view text) {
-  absl::StatusOr<ParsedModule> parsed = ParseHloModule(text, ParseOptions());
-  EXPECT_TRUE(parsed.ok()) << parsed.status().message();
-  return parsed.ok() ? std::move(parsed->module) : nullptr;
 }
 
 std::vector<std::string> SuspectNames(const Divergence& divergence) {
