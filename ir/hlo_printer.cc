@@ -9,6 +9,34 @@
 namespace spmdcheck {
 namespace {
 
+// `value` in double quotes as the lexer reads strings back (Lexer::ConsumeString): a quote or a
+// backslash escaped, a newline or tab as \n or \t. A custom-call target read from a
+// single-quoted string may hold a double quote (fuzz_hlo_parser: it ended the printed string
+// early and the re-parse swallowed the computation's closing brace).
+std::string Quoted(absl::string_view value) {
+  std::string out = "\"";
+  for (const char c : value) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
 std::string IntList(const std::vector<int64_t>& values) {
   return absl::StrCat("{", absl::StrJoin(values, ","), "}");
 }
@@ -111,7 +139,7 @@ std::string PrintInstruction(const HloInstruction& instruction, const PrintOptio
   }
   if (a.is_stable) Attr(attrs, "is_stable", *a.is_stable ? "true" : "false");
   if (a.custom_call_target) {
-    Attr(attrs, "custom_call_target", absl::StrCat("\"", *a.custom_call_target, "\""));
+    Attr(attrs, "custom_call_target", Quoted(*a.custom_call_target));
   }
   if (a.fusion_kind) Attr(attrs, "kind", *a.fusion_kind);
   if (a.distribution) Attr(attrs, "distribution", *a.distribution);
@@ -159,7 +187,7 @@ std::string PrintComputation(const HloComputation& computation, bool is_entry,
   }
   out += "}";
   if (!computation.execution_thread().empty()) {
-    absl::StrAppend(&out, ", execution_thread=\"", computation.execution_thread(), "\"");
+    absl::StrAppend(&out, ", execution_thread=", Quoted(computation.execution_thread()));
   }
   return out;
 }
